@@ -1,0 +1,109 @@
+"""PPO-clip policy loss with dual clip and token-mean aggregation (verl semantics), plus the
+entropy and gradient-norm helpers the trainer logs.
+
+The paper trains with clip 0.2/0.2, dual-clip 3.0, token-mean loss, no KL term and grad
+clip 1.0; gradient-norm spikes are its main diagnostic, so the norm is reported *before*
+clipping and non-finite norms are surfaced instead of silently corrupting the weights.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import torch
+
+#: log-ratio clamp before exp, as in verl: keeps exp() finite for wildly stale tokens.
+_LOG_RATIO_LIMIT = 20.0
+
+
+def token_mean(x: torch.Tensor, mask: torch.Tensor, denom=None) -> torch.Tensor:
+    """Sum of ``x`` over valid tokens divided by the valid-token count.
+
+    The trainer accumulates gradients over micro-batches; passing the *whole batch's*
+    token count as ``denom`` makes the micro-batch losses sum to the full-batch token mean
+    (so gradients do not depend on how the batch was split). An empty mask gives 0.
+    """
+    mask = mask.to(x.dtype)
+    total = (x * mask).sum()
+    if denom is None:
+        denom = mask.sum().clamp(min=1.0)
+    return total / denom
+
+
+def token_entropy(logits: torch.Tensor) -> torch.Tensor:
+    """Per-token entropy of the categorical over the last axis: (B, T, V) -> (B, T)."""
+    logits = logits.float()
+    probs = torch.softmax(logits, dim=-1)
+    return torch.logsumexp(logits, dim=-1) - (probs * logits).sum(dim=-1)
+
+
+def policy_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    clip_low: float = 0.2,
+    clip_high: float = 0.2,
+    dual_clip: float = 3.0,
+    entropy: torch.Tensor | None = None,
+    denom=None,
+) -> tuple[torch.Tensor, dict]:
+    """PPO-clip loss over (B, T) tokens; returns (scalar loss, metrics of python floats).
+
+    ratio = exp(lp - old); loss per token = max(-A*ratio, -A*clip(ratio, 1-low, 1+high)),
+    and for A < 0 further capped at -A*dual_clip (a negative-advantage token with a huge
+    ratio cannot dominate the batch). ``advantages`` is (B,) (one per row, broadcast over
+    tokens) or (B, T). The loss is the token mean (``denom``: see ``token_mean``).
+
+    Metrics are token means over this call's valid tokens (weight them by ``n_tokens``
+    when combining micro-batches): ``clip_frac`` (pg2 > pg1), ``dual_clip_frac`` (A < 0
+    and the dual cap is active), ``approx_kl`` = mean(old - lp), the k1 estimator verl logs
+    as ppo_kl, ``kl_k3`` = mean(exp(d) - 1 - d) with d = lp - old (non-negative, lower
+    variance), ``entropy`` when given, ``n_tokens``.
+    """
+    if advantages.dim() == 1:
+        advantages = advantages.unsqueeze(-1)
+    advantages = advantages.to(logprobs.dtype).expand_as(logprobs)
+    mask = mask.to(logprobs.dtype)
+    log_ratio = (logprobs - old_logprobs).clamp(-_LOG_RATIO_LIMIT, _LOG_RATIO_LIMIT)
+    ratio = torch.exp(log_ratio)
+    pg1 = -advantages * ratio
+    pg2 = -advantages * ratio.clamp(1.0 - clip_low, 1.0 + clip_high)
+    clipped = torch.maximum(pg1, pg2)
+    pg3 = -advantages * dual_clip
+    negative = advantages < 0
+    per_token = torch.where(negative, torch.minimum(clipped, pg3), clipped)
+    loss = token_mean(per_token, mask, denom)
+
+    with torch.no_grad():
+        d = log_ratio.detach()
+        metrics = {
+            "clip_frac": token_mean((pg2 > pg1).to(mask.dtype), mask),
+            "dual_clip_frac": token_mean((negative & (clipped > pg3)).to(mask.dtype), mask),
+            "approx_kl": token_mean(-d, mask),
+            "kl_k3": token_mean(torch.expm1(d) - d, mask),
+        }
+        if entropy is not None:
+            metrics["entropy"] = token_mean(entropy.detach().to(mask.dtype), mask)
+        metrics = {k: float(v) for k, v in metrics.items()}
+        metrics["n_tokens"] = int(mask.sum().item())
+    return loss, metrics
+
+
+def grad_norm_and_clip(parameters: Iterable[torch.nn.Parameter], max_norm: float):
+    """Total L2 grad norm before clipping, and whether it is finite.
+
+    Grads are clipped to ``max_norm`` only when the norm is finite; otherwise they are left
+    untouched and the caller must skip the optimiser step (and count the skip).
+    """
+    params = [p for p in parameters if p.grad is not None]
+    if not params:
+        return 0.0, True
+    norm = torch.nn.utils.get_total_norm([p.grad for p in params], norm_type=2.0)
+    value = float(norm)
+    finite = math.isfinite(value)
+    if finite:
+        torch.nn.utils.clip_grads_with_norm_(params, max_norm, norm)
+    return value, finite

@@ -1,0 +1,252 @@
+"""The `drmas` command line: one subcommand per workflow stage (the Snakemake rules call these).
+
+Every command takes `--config` (a profile YAML) and, where it acts on a suite, `--suite`
+(a benchmarks/*.yaml file). User errors print one line and exit 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from drmas.errors import DrmasError
+
+
+def _config(args):
+    from drmas.config import load
+    return load(args.config)
+
+
+def _suite(args):
+    from drmas.config import load_suite
+    return load_suite(args.suite)
+
+
+def _setup(cfg) -> None:
+    """Threads and determinism for a job that runs beside others on a small machine."""
+    import torch
+
+    torch.set_num_threads(cfg.threads)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+def _retriever(args, suite):
+    from drmas.rollout.mas import make_retriever_for
+
+    return make_retriever_for(suite, getattr(args, "index", None), getattr(args, "retriever_url", None))
+
+
+def _traces(args, cfg, suite, rows, seed):
+    from drmas.data.traces import TRACE_BUILDERS
+
+    return TRACE_BUILDERS[suite.mas](rows, seed=seed, mistake_rate=cfg.warmstart.mistake_rate,
+                                     retriever=_retriever(args, suite))
+
+
+def cmd_prepare(args) -> None:
+    from drmas.data.io import validate_prepared, write_jsonl
+    from drmas.data.prepare import prepare_corpus, prepare_rows
+
+    cfg, suite = _config(args), _suite(args)
+    spec = suite.data_spec(cfg.dataset_key(suite.name))
+    rows = prepare_rows(spec, seed=args.seed)
+    out = Path(args.out)
+    docs = prepare_corpus(spec, seed=args.seed)
+    if docs is not None:
+        write_jsonl(out / "corpus.jsonl", docs)
+        print(f"corpus: {len(docs)} documents -> {out / 'corpus.jsonl'}")
+    for split in ("train", "test"):
+        part = [r for r in rows if r["split"] == split]
+        validate_prepared(part, out / f"{split}.jsonl")
+        write_jsonl(out / f"{split}.jsonl", part)
+        print(f"{split}: {len(part)} rows -> {out / f'{split}.jsonl'}")
+
+
+def cmd_tokenizer(args) -> None:
+    from drmas.data.io import read_jsonl
+    from drmas.modeling import train_tokenizer
+
+    cfg, suite = _config(args), _suite(args)
+    rows = read_jsonl(Path(args.data) / "train.jsonl")
+    traces = _traces(args, cfg, suite, rows, seed=0)
+    # the role names of the chat template are text too: "user\n…", "assistant\n…"
+    texts = (f"{m[-1]['role']}\n{m[-1]['content']}\nassistant\n{r}" for _, m, r in traces)
+    tok = train_tokenizer(texts, cfg.tokenizer["vocab_size"])
+    tok.save_pretrained(args.out)
+    print(f"tokenizer ({len(tok)} tokens) -> {args.out}")
+
+
+def cmd_warmstart(args) -> None:
+    import json as _json
+
+    from drmas.data.io import read_jsonl
+    from drmas.modeling import load_tokenizer, tiny_model
+    from drmas.train.sft import sft
+
+    cfg, suite = _config(args), _suite(args)
+    _setup(cfg)
+    w = cfg.warmstart
+    spec = cfg.models[args.model]
+    rows = read_jsonl(Path(args.data) / "train.jsonl")
+    traces = _traces(args, cfg, suite, rows, seed=args.seed)
+    tok = load_tokenizer(args.tokenizer)
+    model = tiny_model(spec, len(tok), seed=args.seed)
+    losses = sft(model, tok, traces, steps=w.steps, batch_size=w.batch_size, lr=w.lr,
+                 seed=args.seed, desc=f"warmstart {args.model}")
+    model.save_pretrained(args.out, safe_serialization=True)
+    tok.save_pretrained(args.out)
+    (Path(args.out) / "sft_losses.json").write_text(_json.dumps(losses))
+    print(f"warm-started {args.model}: loss {losses[0]:.3f} -> {losses[-1]:.3f}; saved to {args.out}")
+
+
+def cmd_train(args) -> None:
+    from drmas.data.io import read_jsonl
+    from drmas.train.trainer import Trainer
+
+    cfg, suite = _config(args), _suite(args)
+    _setup(cfg)
+    rows = read_jsonl(Path(args.data) / "train.jsonl")
+    Trainer(cfg, suite, args.assignment, args.method, args.seed, rows, args.out,
+            retriever=_retriever(args, suite)).run()
+
+
+def cmd_evaluate(args) -> None:
+    from drmas.data.io import read_jsonl
+    from drmas.evaluate import evaluate
+
+    cfg, suite = _config(args), _suite(args)
+    _setup(cfg)
+    rows = read_jsonl(Path(args.data) / "test.jsonl")
+    meta = {"suite": suite.name, "assignment": args.assignment, "seed": args.seed,
+            "method": _run_method(args.run) if args.run else "base"}
+    scores = evaluate(cfg, suite, args.assignment, rows, args.out, run_dir=args.run, seed=args.seed,
+                      meta=meta, retriever=_retriever(args, suite))
+    print(json.dumps(scores["overall"]))
+
+
+def _run_method(run_dir: str) -> str:
+    import yaml
+
+    return yaml.safe_load((Path(run_dir) / "config.yaml").read_text())["method"]
+
+
+def cmd_table(args) -> None:
+    from drmas.report.tables import write_table
+
+    cfg, suite = _config(args), _suite(args)
+    write_table(cfg, suite, args.scores, args.out)
+
+
+def cmd_plot(args) -> None:
+    from drmas.report.figures import write_figures
+
+    cfg, suite = _config(args), _suite(args)
+    write_figures(cfg, suite, args.runs, args.out)
+
+
+def cmd_perf(args) -> None:
+    from drmas import perf
+
+    if args.what == "advantages":
+        perf.main_advantages(rows=args.rows, seed=args.seed)
+
+
+def cmd_index(args) -> None:
+    from drmas.retrieval.index import build_index
+
+    build_index(args.corpus, args.out, threads=args.threads)
+
+
+def cmd_serve(args) -> None:
+    from drmas.retrieval.server import serve
+
+    serve(args.index, host=args.host, port=args.port)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="drmas", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def add(name, fn, help_, suite=True, search=False):
+        sp = sub.add_parser(name, help=help_, description=help_)
+        sp.set_defaults(fn=fn)
+        if suite is not None:
+            sp.add_argument("--config", required=True, help="profile config YAML")
+        if suite:
+            sp.add_argument("--suite", required=True, help="benchmark YAML (benchmarks/<name>.yaml)")
+        if search:
+            sp.add_argument("--index", default=None, help="BM25 index folder (searching suites)")
+            sp.add_argument("--retriever-url", default=None,
+                            help="retrieval service URL instead of an in-process index")
+        return sp
+
+    sp = add("prepare", cmd_prepare, "write the suite's train/test JSONL")
+    sp.add_argument("--out", required=True, help="output folder")
+    sp.add_argument("--seed", type=int, default=0, help="generator seed")
+
+    sp = add("tokenizer", cmd_tokenizer, search=True, help_="train the tiny profile's BPE tokenizer on task text")
+    sp.add_argument("--data", required=True, help="prepared data folder")
+    sp.add_argument("--out", required=True)
+
+    sp = add("warmstart", cmd_warmstart, search=True, help_="build a tiny model and SFT it on agent demonstrations")
+    sp.add_argument("--data", required=True)
+    sp.add_argument("--tokenizer", required=True)
+    sp.add_argument("--model", required=True, help="model name from the config's models:")
+    sp.add_argument("--out", required=True)
+    sp.add_argument("--seed", type=int, default=0)
+
+    sp = add("train", cmd_train, search=True, help_="one RL run (assignment x method x seed)")
+    sp.add_argument("--data", required=True)
+    sp.add_argument("--assignment", required=True)
+    sp.add_argument("--method", required=True)
+    sp.add_argument("--seed", type=int, required=True)
+    sp.add_argument("--out", required=True, help="run folder")
+
+    sp = add("evaluate", cmd_evaluate, search=True, help_="n samples per test problem -> samples.jsonl, scores.json")
+    sp.add_argument("--data", required=True)
+    sp.add_argument("--assignment", required=True)
+    sp.add_argument("--run", default=None, help="run folder (omit to evaluate the base models)")
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--out", required=True)
+
+    sp = add("table", cmd_table, "paper-style table from scores.json files")
+    sp.add_argument("--scores", nargs="+", required=True)
+    sp.add_argument("--out", required=True, help="output path without extension")
+
+    sp = add("plot", cmd_plot, "grad-norm, reward and theory-check figures from runs")
+    sp.add_argument("--runs", nargs="+", required=True, help="run folders")
+    sp.add_argument("--out", required=True, help="figures folder")
+
+    sp = add("perf", cmd_perf, "benchmarks (ratios against a peer measured in the same run)",
+             suite=None)
+    sp.add_argument("what", choices=["advantages"])
+    sp.add_argument("--rows", type=int, default=1_000_000)
+    sp.add_argument("--seed", type=int, default=0)
+
+    sp = add("index", cmd_index, "build a pyserini BM25 index of a corpus JSONL", suite=None)
+    sp.add_argument("--corpus", required=True)
+    sp.add_argument("--out", required=True)
+    sp.add_argument("--threads", type=int, default=1)
+
+    sp = add("serve", cmd_serve, "serve an index over HTTP (Search-R1 /retrieve API)", suite=None)
+    sp.add_argument("--index", required=True)
+    sp.add_argument("--host", default="127.0.0.1")
+    sp.add_argument("--port", type=int, default=8000)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.fn(args)
+    except DrmasError as exc:
+        print(f"drmas {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

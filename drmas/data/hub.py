@@ -1,0 +1,241 @@
+"""The paper's datasets: hub ids, field mappings, and loading into prepared rows.
+
+A prepared row is ``{id, data_source, question, answers: list[str], split}`` (DESIGN, "Data
+contracts"). Each source below says where its question and gold answer(s) live. The column
+names follow the paper's public preprocessing script (test sets: ``problem`` / ``answer``;
+DAPO: a verl-style ``prompt`` message list and ``reward_model.ground_truth``) and Search-R1's
+parquet (``question`` / ``golden_answers`` / per-row ``data_source``). They could not be
+checked against the hub from here, so every field is a list of candidate paths (first present
+wins) and callers may override them with ``fields={"question": ..., "answers": ...}``.
+
+The hub needs the network and the ``datasets`` package; neither is assumed. Any source can be
+read from a local ``.jsonl`` / ``.json`` / ``.parquet`` copy with the same mapping (``path:``),
+and MATH-500 and AIME 2024 ship with the package (``path: bundled``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from drmas.errors import ConfigError, DataError
+
+FILES = Path(__file__).parent / "files"
+BUNDLED = {"math500": "math500.jsonl", "aime2024": "aime2024.jsonl"}
+
+# DAPO prompts end with an instruction that the agents' own templates already give.
+_DAPO_SUFFIX = re.compile(
+    r"(\r?\n|\\n)*\s*Let'?s\s+think\s+step\s+by\s+step\s+and\s+output\s+the\s+final\s+answer"
+    r"\s+within\s*\\boxed\{\}\.\s*$",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where one dataset lives and how its records map onto prepared rows."""
+
+    name: str  # data_source label unless a per-row label field exists
+    hub_id: str
+    hub_split: str | None  # None: the same as the requested split (train/test)
+    question: tuple[str, ...]  # candidate dotted paths, e.g. "prompt.0.content"
+    answers: tuple[str, ...]
+    hub_config: str | None = None
+    data_source: tuple[str, ...] = ()  # per-row label (Search-R1 mixes NQ, HotpotQA, ...)
+    strip: re.Pattern | None = None  # removed from the question text
+
+
+_TEST = dict(question=("problem", "question"), answers=("answer", "final_answer"))
+
+SOURCES: dict[str, Source] = {
+    s.name: s
+    for s in [
+        Source("dapo", "aaabiao/dapo_filter", "train",
+               question=("prompt.0.content", "question", "problem"),
+               answers=("reward_model.ground_truth", "answer"), strip=_DAPO_SUFFIX),
+        Source("math500", "HuggingFaceH4/MATH-500", "test", **_TEST),
+        Source("aime2024", "HuggingFaceH4/aime_2024", "train", **_TEST),
+        Source("aime2025", "MathArena/aime_2025", "train", **_TEST),
+        Source("olympiadbench", "realtreetune/olympiadbench", "test", **_TEST),
+        Source("amc23", "knoveleng/AMC-23", "train", **_TEST),
+        Source("minerva", "zwhe99/simplerl-minerva-math", "test", **_TEST),
+        Source("nq_hotpotqa", "PeterJinGo/nq_hotpotqa_train", None,
+               question=("question",),
+               answers=("golden_answers", "reward_model.ground_truth.target", "answers"),
+               data_source=("data_source",)),
+    ]
+}
+
+
+def bundled_path(name: str) -> Path:
+    """The packaged copy of a dataset (MATH-500, AIME 2024)."""
+    if name not in BUNDLED:
+        raise ConfigError(f"no bundled copy of {name!r}; bundled: {', '.join(BUNDLED)}")
+    return FILES / BUNDLED[name]
+
+
+def get_source(name: str, fields: Mapping[str, Any] | None = None, local: bool = False) -> Source:
+    """A registered source, with field overrides. An unknown name is fine for a local file."""
+    if name in SOURCES:
+        src = SOURCES[name]
+    elif local:
+        src = Source(name, "", None, question=("question", "problem"),
+                     answers=("answers", "answer"))
+    else:
+        raise ConfigError(f"unknown dataset {name!r}; known: {', '.join(SOURCES)} "
+                          "(or give a local path:)")
+    if fields:
+        unknown = set(fields) - {"question", "answers", "data_source"}
+        if unknown:
+            listed = ", ".join(sorted(unknown))
+            raise ConfigError(f"dataset {name}: unknown field override(s) {listed}; "
+                              "known: question, answers, data_source")
+        src = replace(src, **{k: (v,) if isinstance(v, str) else tuple(v)
+                              for k, v in fields.items()})
+    return src
+
+
+def load_source(name: str, *, path: str | None = None, split: str, limit: int | None = None,
+                fields: Mapping[str, Any] | None = None) -> list[dict]:
+    """Prepared rows of dataset `name`, labelled with `split` ("train" or "test").
+
+    `path` is a local copy (jsonl/json/parquet, relative to the working folder) or "bundled";
+    without it the hub is used. `limit` keeps the first rows, in the source's order.
+    """
+    if limit is not None and (not isinstance(limit, int) or limit < 0):
+        raise ConfigError(f"dataset {name}: limit must be a non-negative integer, got {limit!r}")
+    src = get_source(name, fields, local=path is not None)
+    if path is None:
+        where, records = f"{src.hub_id}[{src.hub_split or split}]", _hub_records(src, split, limit)
+    else:
+        file = bundled_path(name) if path == "bundled" else Path(path)
+        where, records = str(file), _file_records(file)
+    rows = []
+    for i, record in enumerate(records):
+        if limit is not None and i >= limit:
+            break
+        rows.append(_prepare(src, record, i, split, f"{where} record {i + 1}"))
+    return rows
+
+
+def _prepare(src: Source, record: Mapping, index: int, split: str, where: str) -> dict:
+    question = _pick(record, src.question, where, "question")
+    if not isinstance(question, str) or not question.strip():
+        raise DataError(f"{where}: question must be non-empty text, got {question!r:.60}")
+    if src.strip is not None:
+        question = src.strip.sub("", question)
+    answers = _answers(_pick(record, src.answers, where, "answers"), where)
+    label = src.name
+    if src.data_source:
+        label = str(_pick(record, src.data_source, where, "data_source"))
+    return {"id": f"{label}-{index}", "data_source": label, "question": question.strip(),
+            "answers": answers, "split": split}
+
+
+def _pick(record: Mapping, paths: Iterable[str], where: str, what: str) -> Any:
+    """Value at the first dotted path present in the record ("a.0.b": keys and list indices)."""
+    for path in paths:
+        value: Any = record
+        for key in path.split("."):
+            if isinstance(value, Mapping) and key in value:
+                value = value[key]
+            elif isinstance(value, (list, tuple)) and key.isdigit() and int(key) < len(value):
+                value = value[int(key)]
+            else:
+                break
+        else:
+            if value is not None:
+                return value
+    raise DataError(f"{where}: no {what} field (tried {', '.join(paths)}); map another column "
+                    f"with fields={{'{what}': ...}}")
+
+
+def _answers(value: Any, where: str) -> list[str]:
+    """Gold answer(s) as a list of strings: numbers become text, 27.0 becomes "27"."""
+    if isinstance(value, Mapping) and "target" in value:  # Search-R1's ground_truth
+        value = value["target"]
+    if hasattr(value, "tolist"):  # numpy arrays out of parquet
+        value = value.tolist()
+    items = value if isinstance(value, (list, tuple)) else [value]
+    out = []
+    for item in items:
+        if isinstance(item, bool) or item is None or not isinstance(item, (str, int, float)):
+            raise DataError(f"{where}: answers must be text or numbers, got {item!r:.60}")
+        if isinstance(item, float) and item.is_integer():
+            item = int(item)
+        text = str(item).strip()
+        if text:
+            out.append(text)
+    if not out:
+        raise DataError(f"{where}: no gold answer")
+    return out
+
+
+def _file_records(file: Path) -> list[dict]:
+    """Records of a local jsonl / json (array of objects) / parquet file."""
+    from drmas.data.io import read_jsonl
+
+    if not file.is_file():
+        raise DataError(f"{file}: file not found")
+    suffix = file.suffix.lower()
+    if suffix == ".jsonl":
+        return read_jsonl(file)
+    if suffix == ".json":
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise DataError(f"{file}: not valid JSON ({' '.join(str(exc).split())})") from None
+        if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+            raise DataError(f"{file}: expected a JSON array of objects")
+        return data
+    if suffix == ".parquet":
+        return _parquet_records(file)
+    raise DataError(f"{file}: unsupported file type {suffix or '(none)'}; "
+                    "use .jsonl, .json or .parquet")
+
+
+def _parquet_records(file: Path) -> list[dict]:
+    try:
+        import pandas as pd
+
+        frame = pd.read_parquet(file)
+    except ImportError as exc:
+        raise DataError(f"{file}: reading parquet needs pyarrow (pip install pyarrow): "
+                        f"{' '.join(str(exc).split())}") from None
+    except Exception as exc:  # pyarrow's errors are many and unrelated to each other
+        raise DataError(f"{file}: not a readable parquet file ({type(exc).__name__}: "
+                        f"{' '.join(str(exc).split())[:200]})") from None
+    return [_plain(r) for r in frame.to_dict("records")]
+
+
+def _plain(value: Any) -> Any:
+    """numpy containers and scalars from parquet -> lists, dicts and Python scalars."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "tolist"):
+        return _plain(value.tolist())
+    return value
+
+
+def _hub_records(src: Source, split: str, limit: int | None) -> Iterable[Mapping]:
+    """Records from the Hugging Face hub; every failure becomes a one-line DataError."""
+    hub_split = src.hub_split or split
+    hint = f"or pass a local copy of {src.hub_id} as path: (jsonl, json or parquet)"
+    try:
+        import datasets
+    except ImportError:
+        raise DataError(f"loading {src.hub_id} from the Hugging Face hub needs the `datasets` "
+                        f"package (pip install datasets), {hint}") from None
+    if limit is not None:
+        hub_split = f"{hub_split}[:{limit}]"
+    try:
+        return datasets.load_dataset(src.hub_id, src.hub_config, split=hub_split)
+    except Exception as exc:  # network, auth, missing split, ...: all need the same advice
+        detail = " ".join(str(exc).split())[:200]
+        raise DataError(f"could not load {src.hub_id} (split {hub_split}) from the Hugging Face "
+                        f"hub ({type(exc).__name__}: {detail}); offline? {hint}") from None

@@ -1,0 +1,164 @@
+"""Warm-start demonstrations for the search MAS, from simulated episodes.
+
+Episodes are played turn by turn with the real agents' prompts (`Agent.prompt`) and the real
+retriever's documents, so the warm-started policy sees exactly what it will see during RL.
+All episodes advance together and each turn's queries go to the retriever as one batch.
+
+The expert behind the demonstrations reads the retrieved documents: it says "no" and searches
+the next title of the row's `hops` until every hop's document has come back, then says "yes"
+and answers with the gold answer. Single-hop: search the entity, answer. Multi-hop: search
+the entity, then the bridge entity its document names, answer.
+
+A share `mistake_rate` of episodes carries exactly one deliberate mistake, so the policy is
+sometimes wrong and RL has something to improve:
+- early_answer: "yes" before the information is there, then a wrong answer (in multi-hop,
+  often the bridge entity, the classic two-hop error);
+- extra_search: "no" although the information is there; the query is repeated;
+- wrong_query: the first search looks up a wrong name, and one turn is lost;
+- wrong_answer: the information is there but the answer is a distractor;
+- broken_format: one output without its tag (an answer, a query or a "yes" verdict).
+An episode whose needed document the retriever never returns is labelled `retrieval_miss`.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+from drmas.agents.base import Turn
+from drmas.agents.search import Answerer, Searcher, SearchEpisode, Verifier, record_search
+from drmas.errors import DrmasError
+
+Trace = tuple[str, list[dict], str]          # (agent, prompt messages, response text)
+
+MISTAKES = ("early_answer", "extra_search", "wrong_query", "wrong_answer", "broken_format")
+AGENTS = {a.name: a for a in (Verifier(), Searcher(), Answerer())}
+
+
+@dataclass
+class Demo:
+    """One simulated episode: its traces and which mistake (None: none) it was given."""
+
+    ep: SearchEpisode
+    rng: random.Random
+    mistake: str | None
+    seen: set = field(default_factory=set)      # titles of the documents retrieved so far
+    traces: list[Trace] = field(default_factory=list)
+    mistake_done: bool = False
+    broken: str | None = None                   # which agent breaks its format, if any
+    early_at: int = 0                           # early_answer: after this many hops found
+
+    @property
+    def row(self) -> dict:
+        return self.ep.problem
+
+    def say(self, agent: str, turn: int, text: str):
+        """Prompt the real agent, record the demonstration and the turn; return its Action."""
+        role = AGENTS[agent]
+        prompt = role.prompt(self.ep)
+        action = role.parse(text)
+        self.traces.append((agent, prompt, text))
+        self.ep.turns.append(Turn(agent, turn, prompt, SimpleNamespace(text=text), action))
+        return action
+
+    def take(self, kind: str) -> bool:
+        """True (once) when this episode's mistake is `kind`."""
+        if self.mistake == kind and not self.mistake_done:
+            self.mistake_done = True
+            return True
+        return False
+
+    def needed(self) -> str | None:
+        """The next title to look up, or None when every hop's document has been retrieved."""
+        return next((t for t in self.row["hops"] if t not in self.seen), None)
+
+    def found(self) -> int:
+        """How many of the row's hops have had their document retrieved."""
+        return sum(t in self.seen for t in self.row["hops"])
+
+    def wrong(self) -> str:
+        return self.rng.choice(self.row["distractors"])
+
+
+def _verifier_text(demo: Demo, turn: int, max_turns: int) -> str:
+    need = demo.needed()
+    yes = need is None
+    if turn < max_turns - 1:                 # a mistake must leave a turn to act on it
+        if not yes and demo.found() == demo.early_at and demo.take("early_answer"):
+            yes = True
+        elif yes and demo.take("extra_search"):
+            yes = False
+    if yes and demo.broken == "verifier" and demo.take("broken_format"):
+        return "yes"                         # missing tag: still routes to the Answerer
+    return f"<verify>{'yes' if yes else 'no'}</verify>"
+
+
+def _searcher_text(demo: Demo) -> str:
+    need = demo.needed()
+    query = need if need is not None else demo.row["hops"][-1]   # extra search: repeat
+    if need is not None and demo.take("wrong_query"):
+        query = demo.wrong() if demo.row["distractors"] else query
+    if demo.broken == "searcher" and demo.take("broken_format"):
+        return query
+    return f"<search>{query}</search>"
+
+
+def _answerer_text(demo: Demo) -> str:
+    gold = demo.row["answers"][0]
+    if demo.needed() is not None:            # answering early: a guess
+        bridge = demo.row.get("bridge")
+        answer = bridge if demo.found() and demo.rng.random() < 0.5 else demo.wrong()
+    elif demo.take("wrong_answer"):
+        answer = demo.wrong()
+    else:
+        answer = gold
+    if demo.broken == "answerer" and demo.take("broken_format"):
+        return answer
+    return f"<answer>{answer}</answer>"
+
+
+def simulate(rows: list[dict], seed: int, mistake_rate: float, retriever,
+             max_turns: int = 4, topk: int = 3) -> list[Demo]:
+    """Play one demonstration episode per row (all rows in lockstep, one retrieval per turn)."""
+    if retriever is None:
+        raise DrmasError("search warm-start traces need a retriever: pass --index or --retriever-url")
+    rng = random.Random(seed)
+    demos = []
+    for row in rows:
+        mistake = rng.choice(MISTAKES) if rng.random() < mistake_rate else None
+        demo = Demo(SearchEpisode(problem=row), random.Random(rng.random()), mistake)
+        if mistake == "broken_format":
+            demo.broken = demo.rng.choice(("answerer", "searcher", "verifier"))
+        demo.early_at = demo.rng.randrange(len(row["hops"]))
+        demos.append(demo)
+    active = demos
+    for turn in range(max_turns):
+        searching = []
+        for demo in active:
+            verdict = demo.say("verifier", turn, _verifier_text(demo, turn, max_turns))
+            if verdict.value == "yes":
+                demo.say("answerer", turn, _answerer_text(demo))
+                demo.ep.done = True
+            elif turn < max_turns - 1:
+                searching.append((demo, demo.say("searcher", turn, _searcher_text(demo))))
+        queries = [a.value for _, a in searching if a.valid]
+        results = iter(retriever.batch_search(queries, k=topk) if queries else [])
+        for demo, action in searching:
+            hits = next(results) if action.valid else []
+            record_search(demo.ep, action.value, hits)
+            demo.seen.update(h.title for h in hits)
+        active = [d for d, _ in searching]
+    for demo in demos:
+        if not demo.mistake_done:            # e.g. no chance to answer early: a clean episode
+            demo.mistake = None
+        if not demo.ep.done and demo.mistake is None:
+            demo.mistake = "retrieval_miss"
+    return demos
+
+
+def search_traces(rows: list[dict], seed: int, mistake_rate: float, retriever,
+                  max_turns: int = 4, topk: int = 3) -> list[Trace]:
+    """(agent, prompt messages, response) demonstrations of the Verifier, Searcher and Answerer."""
+    demos = simulate(rows, seed, mistake_rate, retriever, max_turns=max_turns, topk=topk)
+    return [trace for demo in demos for trace in demo.traces]

@@ -1,0 +1,80 @@
+"""Evaluation: n samples per test problem through the MAS -> samples.jsonl, scores.json.
+
+avg@n is the mean per-problem success rate; pass@n the share of problems solved at least
+once (the unbiased pass@k estimator at k = n), per data_source and overall.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+from tqdm import tqdm
+
+from drmas.config import Config, Suite
+from drmas.metrics import aggregate
+from drmas.rewards import get_reward
+from drmas.rollout.base import Sampling
+from drmas.rollout.mas import build_orchestra, derived_seed, run_mas, score_episodes
+from drmas.train.groups import model_dir, plan_groups
+from drmas.train.workers import LocalGroup
+
+EPISODES_PER_CHUNK = 512
+
+
+def cap_per_source(rows: list[dict], cap: int | None) -> list[dict]:
+    """The first `cap` problems of each data_source (all when cap is None)."""
+    if cap is None:
+        return rows
+    seen: dict[str, int] = {}
+    out = []
+    for row in rows:
+        seen[row["data_source"]] = seen.get(row["data_source"], 0) + 1
+        if seen[row["data_source"]] <= cap:
+            out.append(row)
+    return out
+
+
+def group_paths(cfg: Config, suite: Suite, assignment: str, run_dir: str | Path | None) -> dict:
+    """{group: (model path, agents)}: a run's final weights, or the warm-started models."""
+    plan = plan_groups(cfg, assignment, suite.agents)
+    return {g: (Path(run_dir) / "final" / g if run_dir else model_dir(cfg, suite.name, s["model"]),
+                s["agents"], s["settings"]) for g, s in plan.items()}
+
+
+def evaluate(cfg: Config, suite: Suite, assignment: str, problems: list[dict], out_dir,
+             run_dir=None, seed: int = 0, meta: dict | None = None, retriever=None) -> dict:
+    e = cfg.eval
+    n = e.n
+    paths = group_paths(cfg, suite, assignment, run_dir)
+    groups = {g: LocalGroup(g, p, agents, settings, eval_batch=e.batch_size, trainable=False)
+              for g, (p, agents, settings) in paths.items()}
+    agent_group = {a: g for g, (_, agents, _) in paths.items() for a in agents}
+    max_tokens = {a: cfg.agent_train(a).max_response_tokens for a in suite.agents}
+    orchestra = build_orchestra(suite, retriever)
+    reward = get_reward(suite.reward)
+    problems = cap_per_source(problems, e.max_problems_per_source)
+    batch = [p for p in problems for _ in range(n)]
+    samples = []
+    for start in tqdm(range(0, len(batch), EPISODES_PER_CHUNK), desc=f"eval {out_dir}",
+                      mininterval=2):
+        chunk = batch[start:start + EPISODES_PER_CHUNK]
+        episodes = run_mas(orchestra, chunk, groups, agent_group,
+                           lambda a: Sampling(e.temperature, e.top_p, max_tokens[a]),
+                           derived_seed(seed, "eval", start))
+        for i, (ep, s) in enumerate(zip(episodes, score_episodes(episodes, reward))):
+            samples.append({"problem_id": ep.problem["id"], "data_source": ep.problem["data_source"],
+                            "sample": (start + i) % n, "score": s, "answer": ep.answer,
+                            "turns": [{"agent": t.agent, "text": t.gen.text, "valid": t.action.valid}
+                                      for t in ep.turns], **ep.info})
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "samples.jsonl", "w") as f:
+        for s in samples:
+            f.write(json.dumps(s) + "\n")
+    scores = aggregate(pd.DataFrame(samples), k=n)
+    scores["n"] = n
+    scores["meta"] = meta or {}
+    (out / "scores.json").write_text(json.dumps(scores, indent=1, sort_keys=True))
+    return scores

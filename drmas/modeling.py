@@ -1,0 +1,89 @@
+"""Tokenizers and models: the tiny profile's own BPE tokenizer and Qwen2-architecture models,
+and loading of any saved or hub model.
+
+Tiny models are real `transformers` Qwen2 causal LMs, only small; they are saved with
+`save_pretrained` so every later stage (and vLLM) loads them like any other checkpoint.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+import torch
+
+from drmas.errors import ConfigError
+
+PAD, EOS, IM_START = "<|endoftext|>", "<|im_end|>", "<|im_start|>"
+
+# Qwen-style chat template: the response of an assistant turn ends with <|im_end|> (EOS).
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def train_tokenizer(texts: Iterable[str], vocab_size: int):
+    """Byte-level BPE trained on the task text. Numbers are not split into digits: frequent
+    small numbers become single tokens, which turns tiny-model arithmetic into a lookup table
+    it can learn in a short warm start."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[PAD, IM_START, EOS],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    tok.train_from_iterator(texts, trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, pad_token=PAD,
+                                   additional_special_tokens=[IM_START])
+    fast.chat_template = CHAT_TEMPLATE
+    fast.padding_side = "left"
+    return fast
+
+
+def tiny_model(spec: dict, vocab_size: int, seed: int):
+    """A freshly initialised Qwen2 causal LM of the size in `spec` (see config `models:`)."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    hidden, heads = int(spec["hidden_size"]), int(spec["heads"])
+    if hidden % heads:
+        raise ConfigError(f"hidden_size {hidden} is not a multiple of heads {heads}")
+    config = Qwen2Config(
+        vocab_size=vocab_size, hidden_size=hidden, intermediate_size=int(spec["intermediate_size"]),
+        num_hidden_layers=int(spec["layers"]), num_attention_heads=heads,
+        num_key_value_heads=heads, max_position_embeddings=int(spec.get("max_positions", 512)),
+        tie_word_embeddings=True, rope_theta=10000.0, use_sliding_window=False,
+    )
+    torch.manual_seed(seed)
+    return Qwen2ForCausalLM(config)
+
+
+def load_tokenizer(path: str | Path):
+    """The tokenizer saved with a model. A plain `tokenizers` tokenizer (ours) is loaded as
+    such: AutoTokenizer would pick the model type's class (Qwen2Tokenizer for our Qwen2
+    models), which brings its own pre-tokenizer and silently changes the token ids."""
+    import json
+
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    config = Path(path) / "tokenizer_config.json"
+    plain = config.exists() and json.loads(config.read_text()).get("tokenizer_class") in (
+        "TokenizersBackend", "PreTrainedTokenizerFast")
+    tok = (PreTrainedTokenizerFast if plain else AutoTokenizer).from_pretrained(str(path))
+    tok.padding_side = "left"
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def load_model(path: str | Path, dtype: torch.dtype = torch.float32):
+    """Load a causal LM saved with `save_pretrained` (a local folder or a hub id)."""
+    from transformers import AutoModelForCausalLM
+
+    try:
+        return AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype)
+    except OSError as exc:
+        raise ConfigError(f"cannot load model from {path}: {str(exc).splitlines()[0]}") from exc

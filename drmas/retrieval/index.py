@@ -1,0 +1,136 @@
+"""Build a BM25 (Lucene) index of a JSONL corpus with pyserini.
+
+The corpus is Search-R1's wiki-18 format: one JSON object per line, `{"id": …, "contents":
+"Title\\ntext"}`. Indexing runs `python -m pyserini.index.lucene` in a subprocess (through
+`drmas.retrieval.java`, which applies the JVM workarounds) so that the indexer's JVM and heap
+live and die with the job instead of the caller.
+
+The corpus is validated first, so a malformed file fails in seconds with a line number rather
+than deep inside Java. Anserini indexes every file of its input folder, so the corpus is
+linked alone into a staging folder; the index is written next to `index_dir` and renamed into
+place only when complete, so an interrupted build never looks like a finished index.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import drmas
+from drmas.errors import DataError, DrmasError
+
+log = logging.getLogger(__name__)
+
+
+def validate_corpus(corpus_jsonl: str | Path) -> int:
+    """Check every line of the corpus and return the number of documents.
+
+    Each non-blank line must be a JSON object with a string or integer `id` and a non-empty
+    string `contents`; raises DataError naming the file and line otherwise.
+    """
+    path = Path(corpus_jsonl)
+    if not path.is_file():
+        raise DataError(f"corpus not found: {path}")
+    count = 0
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DataError(f"{where}: not valid JSON ({err.msg})") from None
+            if not isinstance(row, dict):
+                raise DataError(f"{where}: expected a JSON object with 'id' and 'contents'")
+            docid, contents = row.get("id"), row.get("contents")
+            if isinstance(docid, bool) or not isinstance(docid, (str, int)) or str(docid) == "":
+                raise DataError(f"{where}: 'id' must be a non-empty string or an integer")
+            if not isinstance(contents, str) or not contents.strip():
+                raise DataError(f"{where}: 'contents' must be a non-empty string ('Title\\ntext')")
+            count += 1
+    if count == 0:
+        raise DataError(f"corpus is empty: {path}")
+    return count
+
+
+def build_index(corpus_jsonl: str | Path, index_dir: str | Path, threads: int = 1) -> Path:
+    """Index `corpus_jsonl` into `index_dir` (replaced if it exists) and return `index_dir`.
+
+    Positions, document vectors and raw documents are stored, as pyserini's own wiki indexes
+    do; the raw JSON is what searchers return to agents.
+    """
+    corpus = Path(corpus_jsonl).resolve()
+    n_docs = validate_corpus(corpus)
+    index_dir = Path(index_dir).resolve()
+    index_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = index_dir.with_name(index_dir.name + ".input")
+    partial = index_dir.with_name(index_dir.name + ".partial")
+    for leftover in (staging, partial):
+        shutil.rmtree(leftover, ignore_errors=True)
+    staging.mkdir()
+    try:
+        (staging / "corpus.jsonl").symlink_to(corpus)
+        output = _run_indexer(staging, partial, threads)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    indexed = _indexed_count(output)
+    if indexed is not None and indexed != n_docs:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise DrmasError(f"indexed {indexed} of {n_docs} documents of {corpus}; see the log")
+    shutil.rmtree(index_dir, ignore_errors=True)
+    partial.rename(index_dir)
+    log.info("indexed %d documents of %s into %s", n_docs, corpus, index_dir)
+    return index_dir
+
+
+def _run_indexer(input_dir: Path, index_dir: Path, threads: int) -> list[str]:
+    """Run Anserini's IndexCollection via pyserini; stream its log, return its output lines."""
+    cmd = [
+        sys.executable, "-m", "drmas.retrieval.java", "pyserini.index.lucene",
+        "--collection", "JsonCollection",
+        "--input", str(input_dir),
+        "--index", str(index_dir),
+        "--generator", "DefaultLuceneDocumentGenerator",
+        "--threads", str(max(1, int(threads))),
+        "--storePositions", "--storeDocvectors", "--storeRaw",
+    ]  # fmt: skip
+    env = dict(os.environ)
+    # The child must import this same drmas, installed or not.
+    package_root = str(Path(drmas.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    tail: collections.deque[str] = collections.deque(maxlen=15)
+    lines: list[str] = []
+    with subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+    ) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            line = line.rstrip()
+            log.debug("%s", line)
+            tail.append(line)
+            if "indexed" in line:
+                lines.append(line)
+    if proc.returncode != 0:
+        shutil.rmtree(index_dir, ignore_errors=True)
+        log.error("pyserini indexing output (last lines):\n%s", "\n".join(tail))
+        errors = [t for t in tail if "Exception" in t or "ERROR" in t] or list(tail)
+        first = errors[0].strip() if errors else "no output"
+        raise DrmasError(f"pyserini indexing failed (exit {proc.returncode}): {first}")
+    return lines
+
+
+def _indexed_count(lines: list[str]) -> int | None:
+    """Documents indexed according to Anserini's summary ("indexed: N"); None if not reported."""
+    for line in reversed(lines):
+        match = re.search(r"\bindexed:\s+([\d,]+)", line)
+        if match:
+            return int(match.group(1).replace(",", ""))
+    return None

@@ -1,0 +1,63 @@
+"""Run a MAS over a batch of problems with worker groups as the model backend.
+
+Shared by training and evaluation: each agent's calls across all episodes go to its group as
+one batched generate call, with a seed derived from (base seed, agent, call index), so a run
+is reproducible whatever the batch composition of other agents.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Callable, Sequence
+
+from drmas.agents.base import Episode
+from drmas.rollout.base import Sampling
+
+
+def derived_seed(*parts) -> int:
+    """A stable 31-bit seed from any printable parts (Python's hash() is salted per process)."""
+    return zlib.crc32("/".join(map(str, parts)).encode()) & 0x7FFFFFFF
+
+
+def make_retriever_for(suite, index: str | None = None, url: str | None = None):
+    """The retriever a searching MAS uses: a URL (HTTP service) or an in-process index."""
+    if not suite.retrieval:
+        return None
+    from drmas.errors import ConfigError
+    from drmas.retrieval.client import make_retriever
+
+    if not (index or url):
+        raise ConfigError(f"suite {suite.name!r} searches an index: pass --index or --retriever-url")
+    return make_retriever(index_dir=None if url else index, url=url)
+
+
+def build_orchestra(suite, retriever=None):
+    """The suite's MAS with its loop limits (and retriever, for searching MAS)."""
+    from drmas.agents.registry import get_orchestra
+
+    return get_orchestra(suite.mas)(max_loop=suite.max_loop, max_turns=suite.max_turns,
+                                    topk=suite.topk, retriever=retriever)
+
+
+def run_mas(orchestra, problems: Sequence[dict], groups: dict, agent_group: dict[str, str],
+            sampling: Callable[[str], Sampling], seed: int) -> list[Episode]:
+    """Roll out `orchestra` once per problem; agent calls are routed to `groups[agent_group[a]]`."""
+    calls = {"n": 0}
+
+    def act(agent: str, prompts):
+        calls["n"] += 1
+        group = groups[agent_group[agent]]
+        return group.generate(prompts, sampling(agent), derived_seed(seed, agent, calls["n"]))
+
+    return orchestra.run(list(problems), act)
+
+
+def score_episodes(episodes: list[Episode], reward: Callable[[str, list[str]], float]) -> list[float]:
+    """Team outcome reward of each episode (before per-row format penalties)."""
+    out = []
+    for ep in episodes:
+        if ep.info.get("forced_zero"):       # e.g. search: a final "no" ends with reward 0
+            out.append(0.0)
+        else:
+            out.append(float(reward(ep.answer, ep.problem["answers"])))
+    return out

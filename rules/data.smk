@@ -1,0 +1,58 @@
+# Dataset preparation and the tiny profile's tokenizer and warm-started models.
+
+
+rule prepare:
+    input:
+        config=CONFIG,
+        suite="benchmarks/{suite}.yaml",
+    output:
+        train=f"{RES}/data/{{suite}}/train.jsonl",
+        test=f"{RES}/data/{{suite}}/test.jsonl",
+    log:
+        f"{RES}/logs/prepare/{{suite}}.log",
+    benchmark:
+        f"{RES}/benchmarks/prepare/{{suite}}.tsv"
+    conda:
+        "../envs/drmas.yaml"
+    shell:
+        "drmas prepare --config {input.config} --suite {input.suite} "
+        "--out $(dirname {output.train}) > {log} 2>&1"
+
+
+rule tokenizer:
+    input:
+        config=CONFIG,
+        suite="benchmarks/{suite}.yaml",
+        train=rules.prepare.output.train,
+    output:
+        f"{RES}/models/{{suite}}/tokenizer/tokenizer.json",
+    log:
+        f"{RES}/logs/tokenizer/{{suite}}.log",
+    benchmark:
+        f"{RES}/benchmarks/tokenizer/{{suite}}.tsv"
+    conda:
+        "../envs/drmas.yaml"
+    shell:
+        "drmas tokenizer --config {input.config} --suite {input.suite} "
+        "--data $(dirname {input.train}) --out $(dirname {output}) > {log} 2>&1"
+
+
+rule warmstart:
+    input:
+        config=CONFIG,
+        suite="benchmarks/{suite}.yaml",
+        train=rules.prepare.output.train,
+        tokenizer=rules.tokenizer.output,
+    output:
+        f"{RES}/models/{{suite}}/{{model}}/model.safetensors",
+    log:
+        f"{RES}/logs/warmstart/{{suite}}_{{model}}.log",
+    benchmark:
+        f"{RES}/benchmarks/warmstart/{{suite}}_{{model}}.tsv"
+    threads: CFG.threads
+    conda:
+        "../envs/drmas.yaml"
+    shell:
+        "drmas warmstart --config {input.config} --suite {input.suite} --model {wildcards.model} "
+        "--data $(dirname {input.train}) --tokenizer $(dirname {input.tokenizer}) "
+        "--out $(dirname {output}) > {log} 2>&1"

@@ -1,0 +1,43 @@
+# Evaluation (n samples per test problem): every RL run, and the warm-started base models.
+
+
+rule evaluate_run:
+    input:
+        config=CONFIG,
+        suite="benchmarks/{suite}.yaml",
+        test=f"{RES}/data/{{suite}}/test.jsonl",
+        run=rules.train.output,
+    output:
+        f"{RES}/runs/{{suite}}/{{assignment}}/{{method}}/seed{{seed}}/eval/scores.json",
+    log:
+        f"{RES}/logs/eval/{{suite}}_{{assignment}}_{{method}}_seed{{seed}}.log",
+    benchmark:
+        f"{RES}/benchmarks/eval/{{suite}}_{{assignment}}_{{method}}_seed{{seed}}.tsv"
+    threads: CFG.threads
+    conda:
+        "../envs/drmas.yaml"
+    shell:
+        "drmas evaluate --config {input.config} --suite {input.suite} --data $(dirname {input.test}) "
+        "--assignment {wildcards.assignment} --run $(dirname {input.run}) --seed {wildcards.seed} "
+        "--out $(dirname {output}) > {log} 2>&1"
+
+
+rule evaluate_base:
+    input:
+        config=CONFIG,
+        suite="benchmarks/{suite}.yaml",
+        test=f"{RES}/data/{{suite}}/test.jsonl",
+        models=models_of,
+    output:
+        f"{RES}/runs/{{suite}}/{{assignment}}/base/seed{{seed}}/eval/scores.json",
+    log:
+        f"{RES}/logs/eval/{{suite}}_{{assignment}}_base_seed{{seed}}.log",
+    benchmark:
+        f"{RES}/benchmarks/eval/{{suite}}_{{assignment}}_base_seed{{seed}}.tsv"
+    threads: CFG.threads
+    conda:
+        "../envs/drmas.yaml"
+    shell:
+        "drmas evaluate --config {input.config} --suite {input.suite} --data $(dirname {input.test}) "
+        "--assignment {wildcards.assignment} --seed {wildcards.seed} "
+        "--out $(dirname {output}) > {log} 2>&1"

@@ -1,0 +1,22 @@
+# BM25 search index of a searching suite's corpus (DESIGN, "Search MAS"; drmas/retrieval/index.py).
+# The corpus is the generated knowledge base (default profile) or a local wiki-18 JSONL (paper).
+
+
+rule index:
+    input:
+        corpus=f"{RES}/data/{{suite}}/corpus.jsonl",
+    output:
+        # `drmas index` builds the index beside its folder and renames it into place only when
+        # complete; the marker is written after that, so it exists only for a finished index
+        # (Lucene's own file names, e.g. segments_N, are not fixed).
+        done=f"{RES}/index/{{suite}}/index.done",
+    log:
+        f"{RES}/logs/index/{{suite}}.log",
+    benchmark:
+        f"{RES}/benchmarks/index/{{suite}}.tsv"
+    threads: 4  # Snakemake lowers this to --cores; wiki-18 (21M passages) wants more
+    conda:
+        "../envs/drmas.yaml"
+    shell:
+        "drmas index --corpus {input.corpus} --out $(dirname {output.done}) "
+        "--threads {threads} > {log} 2>&1 && touch {output.done}"

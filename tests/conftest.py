@@ -1,0 +1,66 @@
+"""Shared fixtures: a tiny tokenizer + random Qwen2 model saved to disk (seconds to build)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from drmas.data.arithmetic import generate
+from drmas.data.traces import math_traces
+
+SMALL = {"kind": "tiny", "hidden_size": 64, "layers": 2, "heads": 1, "intermediate_size": 128}
+
+
+@pytest.fixture(scope="session")
+def math_rows():
+    return generate({"arith-1": {"level": 1}, "arith-2": {"level": 2}}, 200, 10, seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory, math_rows):
+    """A saved tokenizer + randomly initialised tiny Qwen2 model (no training)."""
+    import torch
+
+    from drmas.modeling import tiny_model, train_tokenizer
+
+    torch.set_num_threads(1)
+    traces = math_traces([r for r in math_rows if r["split"] == "train"], seed=0, mistake_rate=0.3)
+    tok = train_tokenizer((m[-1]["content"] + "\n" + r for _, m, r in traces), 320)
+    model = tiny_model(SMALL, len(tok), seed=0)
+    path = tmp_path_factory.mktemp("tiny_model")
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+@pytest.fixture
+def rng():
+    return random.Random(0)
+
+
+def make_config(model_path, **train):
+    """A small valid Config whose models are the fixture model (kind: pretrained)."""
+    from drmas.config import from_dict
+
+    raw = {
+        "profile": "test", "seeds": [0], "suites": ["math"], "methods": ["grpo", "drmas"],
+        "assignments": ["shared", "nonshared"],
+        "models": {"small": {"kind": "pretrained", "path": str(model_path)}},
+        "assignment_defs": {"shared": {"share": True, "models": {"default": "small"}},
+                            "nonshared": {"share": False, "models": {"default": "small"}}},
+        "train": {"steps": 2, "prompts_per_step": 2, "group_n": 4, "ppo_mini_batches": 1,
+                  "micro_batch_rows": 8, "lr": 1e-3, "max_response_tokens": 8, "save_every": 1,
+                  **train},
+        "eval": {"n": 4, "batch_size": 64, "max_problems_per_source": 3},
+    }
+    return from_dict(raw)
+
+
+def math_suite(**over):
+    from drmas.config import Suite
+
+    spec = dict(name="math", mas="math", agents=["solver", "verifier"], reward="math",
+                invalid_penalty=0.1, datasets={}, max_loop=2)
+    spec.update(over)
+    return Suite(**spec)

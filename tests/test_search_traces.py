@@ -1,0 +1,67 @@
+"""Search warm-start traces: real prompts and real retrieval, mistakes at the requested rate."""
+
+import pytest
+
+from drmas.agents.search import Answerer, Searcher, SearchEpisode, Verifier
+from drmas.data.prepare import prepare_rows
+from drmas.data.search_traces import MISTAKES, search_traces, simulate
+from drmas.data.traces import TRACE_BUILDERS
+from drmas.errors import DrmasError
+from test_knowledge import SPEC, knowledge_index  # one index per session, shared
+
+
+@pytest.fixture(scope="module")
+def searcher(tmp_path_factory):
+    from drmas.retrieval.searcher import BM25Searcher
+
+    with BM25Searcher(knowledge_index(tmp_path_factory)[1]) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def train_rows():
+    return [r for r in prepare_rows(SPEC, seed=0) if r["split"] == "train"]
+
+
+def test_retriever_is_required(train_rows):
+    with pytest.raises(DrmasError, match="retriever"):
+        search_traces(train_rows[:2], seed=0, mistake_rate=0.3, retriever=None)
+
+
+def test_traces_use_the_agents_prompts(train_rows, searcher):
+    demos = simulate(train_rows[:40], seed=0, mistake_rate=0.3, retriever=searcher)
+    agents = {"verifier": Verifier(), "searcher": Searcher(), "answerer": Answerer()}
+    for demo in demos:
+        replay = SearchEpisode(problem=demo.row)
+        history = iter(demo.ep.history)
+        for agent, prompt, _response in demo.traces:
+            assert prompt == agents[agent].prompt(replay)       # what the agent sees at RL time
+            if agent == "searcher":
+                replay.history.append(next(history))
+    flat = search_traces(train_rows[:40], seed=0, mistake_rate=0.3, retriever=searcher)
+    assert flat == [t for d in demos for t in d.traces]
+    assert TRACE_BUILDERS["search"](train_rows[:40], seed=0, mistake_rate=0.3, retriever=searcher) == flat
+
+
+def test_mistake_share_is_near_the_rate(train_rows, searcher):
+    for rate in (0.0, 0.3):
+        demos = simulate(train_rows, seed=1, mistake_rate=rate, retriever=searcher)
+        deliberate = [d for d in demos if d.mistake in MISTAKES]
+        assert all(d.mistake_done for d in deliberate)
+        assert abs(len(deliberate) / len(demos) - rate) < 0.07
+        assert sum(d.mistake == "retrieval_miss" for d in demos) <= 0.02 * len(demos)
+    assert {d.mistake for d in demos} >= set(MISTAKES)
+
+
+def test_correct_traces_search_the_hops_and_answer_gold(train_rows, searcher):
+    demos = [d for d in simulate(train_rows, seed=0, mistake_rate=0.3, retriever=searcher)
+             if d.mistake is None]
+    assert demos
+    for demo in demos:
+        row, traces = demo.row, demo.traces
+        queries = [Searcher().parse(r).value for a, _, r in traces if a == "searcher"]
+        assert queries == row["hops"][:len(queries)] and len(queries) <= len(row["hops"])
+        agent, prompt, response = traces[-1]
+        assert agent == "answerer" and response == f"<answer>{row['answers'][0]}</answer>"
+        assert row["answers"][0] in prompt[-1]["content"]          # the answer was retrieved
+        assert all(Verifier().parse(r).valid for a, _, r in traces if a == "verifier")
