@@ -47,6 +47,7 @@ wildcard_constraints:
 
 include: "rules/common.smk"
 include: "rules/data.smk"
+include: "rules/index.smk"
 include: "rules/train.smk"
 include: "rules/eval.smk"
 include: "rules/report.smk"

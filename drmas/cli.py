@@ -55,9 +55,8 @@ def cmd_prepare(args) -> None:
     rows = prepare_rows(spec, seed=args.seed)
     out = Path(args.out)
     docs = prepare_corpus(spec, seed=args.seed)
-    if docs is not None:
-        write_jsonl(out / "corpus.jsonl", docs)
-        print(f"corpus: {len(docs)} documents -> {out / 'corpus.jsonl'}")
+    write_jsonl(out / "corpus.jsonl", docs or [])     # empty when the suite searches nothing
+    print(f"corpus: {len(docs or [])} documents -> {out / 'corpus.jsonl'}")
     for split in ("train", "test"):
         part = [r for r in rows if r["split"] == split]
         validate_prepared(part, out / f"{split}.jsonl")

@@ -37,10 +37,29 @@ class TrainConfig:
     max_response_tokens: int = 64
     save_every: int = 10
     recompute_logprobs: bool = False
+    lora_rank: int = 0                 # > 0: train LoRA adapters (q/k/v/o) instead of all weights
+    lora_alpha: float = 32.0
 
 
 # Keys that are properties of a whole run (batch shape, schedule): one value for all agents.
 RUN_KEYS = ("steps", "prompts_per_step", "group_n", "ppo_mini_batches", "save_every", "norm_by_std")
+
+
+@dataclass(frozen=True)
+class ResourceConfig:
+    """Where worker groups run (see drmas/train/pool.py).
+
+    `local`: every group in the trainer process, one worker each (tests, evaluation).
+    `ray`: each group is `workers_per_group` Ray actors (FSDP2 when > 1) placed on one pool of
+    `num_cpus` CPUs / `num_gpus` GPUs, all groups on the same devices (`colocated`, as the paper)
+    or each on its own slice (`disjoint`).
+    """
+
+    backend: str = "local"
+    workers_per_group: int = 1
+    placement: str = "colocated"
+    num_cpus: int | None = None        # None: the profile's `threads` (Snakemake's `threads:`)
+    num_gpus: int | None = None        # None: every visible GPU (none on CPU)
 
 
 @dataclass(frozen=True)
@@ -85,6 +104,7 @@ class Config:
     agents: dict[str, dict] = field(default_factory=dict)
     datasets: dict[str, str] = field(default_factory=dict)
     threads: int = 1
+    resources: ResourceConfig = ResourceConfig()
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -118,6 +138,9 @@ def validate(raw: dict) -> None:
                     key=lambda e: list(e.absolute_path))
     if errors:
         raise ConfigError(_one_line_schema_error(errors[0]))
+    res = raw.get("resources", {})
+    if res.get("backend", "local") == "local" and res.get("workers_per_group", 1) > 1:
+        raise ConfigError("config: resources.workers_per_group > 1 needs resources.backend: ray")
     for name in raw["assignments"]:
         if name not in raw["assignment_defs"]:
             raise ConfigError(f"config: assignments: {name!r} is not defined in assignment_defs")
@@ -135,6 +158,7 @@ def from_dict(raw: dict) -> Config:
     kwargs["train"] = TrainConfig(**raw["train"])
     kwargs["eval"] = EvalConfig(**raw["eval"])
     kwargs["warmstart"] = WarmstartConfig(**raw.get("warmstart", {}))
+    kwargs["resources"] = ResourceConfig(**raw.get("resources", {}))
     kwargs["assignment_defs"] = {k: Assignment(v["share"], dict(v["models"]))
                                  for k, v in raw["assignment_defs"].items()}
     return Config(**kwargs, raw=raw)

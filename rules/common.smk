@@ -19,3 +19,15 @@ def runs_of(wildcards):
     """Every RL run of a suite (their metrics.jsonl feed the figures)."""
     return expand(f"{RES}/runs/{wildcards.suite}/{{assignment}}/{{method}}/seed{{seed}}/summary.json",
                   assignment=CFG.assignments, method=METHODS, seed=SEEDS)
+
+
+def index_of(wildcards):
+    """The BM25 index a searching suite needs (nothing for the others)."""
+    if SUITES[wildcards.suite].retrieval:
+        return [f"{RES}/index/{wildcards.suite}/index.done"]
+    return []
+
+
+def index_arg(wildcards, input):
+    """`--index DIR` for searching suites, empty otherwise."""
+    return f"--index {Path(input.index[0]).parent}" if input.index else ""

@@ -8,6 +8,7 @@ rule prepare:
     output:
         train=f"{RES}/data/{{suite}}/train.jsonl",
         test=f"{RES}/data/{{suite}}/test.jsonl",
+        corpus=f"{RES}/data/{{suite}}/corpus.jsonl",  # empty unless the suite searches
     log:
         f"{RES}/logs/prepare/{{suite}}.log",
     benchmark:
@@ -24,16 +25,19 @@ rule tokenizer:
         config=CONFIG,
         suite="benchmarks/{suite}.yaml",
         train=rules.prepare.output.train,
+        index=index_of,
     output:
         f"{RES}/models/{{suite}}/tokenizer/tokenizer.json",
     log:
         f"{RES}/logs/tokenizer/{{suite}}.log",
     benchmark:
         f"{RES}/benchmarks/tokenizer/{{suite}}.tsv"
+    params:
+        index=index_arg,
     conda:
         "../envs/drmas.yaml"
     shell:
-        "drmas tokenizer --config {input.config} --suite {input.suite} "
+        "drmas tokenizer --config {input.config} --suite {input.suite} {params.index} "
         "--data $(dirname {input.train}) --out $(dirname {output}) > {log} 2>&1"
 
 
@@ -43,6 +47,7 @@ rule warmstart:
         suite="benchmarks/{suite}.yaml",
         train=rules.prepare.output.train,
         tokenizer=rules.tokenizer.output,
+        index=index_of,
     output:
         f"{RES}/models/{{suite}}/{{model}}/model.safetensors",
     log:
@@ -50,9 +55,11 @@ rule warmstart:
     benchmark:
         f"{RES}/benchmarks/warmstart/{{suite}}_{{model}}.tsv"
     threads: CFG.threads
+    params:
+        index=index_arg,
     conda:
         "../envs/drmas.yaml"
     shell:
-        "drmas warmstart --config {input.config} --suite {input.suite} --model {wildcards.model} "
+        "drmas warmstart --config {input.config} --suite {input.suite} --model {wildcards.model} {params.index} "
         "--data $(dirname {input.train}) --tokenizer $(dirname {input.tokenizer}) "
         "--out $(dirname {output}) > {log} 2>&1"

@@ -7,6 +7,7 @@ rule evaluate_run:
         suite="benchmarks/{suite}.yaml",
         test=f"{RES}/data/{{suite}}/test.jsonl",
         run=rules.train.output,
+        index=index_of,
     output:
         f"{RES}/runs/{{suite}}/{{assignment}}/{{method}}/seed{{seed}}/eval/scores.json",
     log:
@@ -14,10 +15,12 @@ rule evaluate_run:
     benchmark:
         f"{RES}/benchmarks/eval/{{suite}}_{{assignment}}_{{method}}_seed{{seed}}.tsv"
     threads: CFG.threads
+    params:
+        index=index_arg,
     conda:
         "../envs/drmas.yaml"
     shell:
-        "drmas evaluate --config {input.config} --suite {input.suite} --data $(dirname {input.test}) "
+        "drmas evaluate --config {input.config} --suite {input.suite} {params.index} --data $(dirname {input.test}) "
         "--assignment {wildcards.assignment} --run $(dirname {input.run}) --seed {wildcards.seed} "
         "--out $(dirname {output}) > {log} 2>&1"
 
@@ -28,6 +31,7 @@ rule evaluate_base:
         suite="benchmarks/{suite}.yaml",
         test=f"{RES}/data/{{suite}}/test.jsonl",
         models=models_of,
+        index=index_of,
     output:
         f"{RES}/runs/{{suite}}/{{assignment}}/base/seed{{seed}}/eval/scores.json",
     log:
@@ -35,9 +39,11 @@ rule evaluate_base:
     benchmark:
         f"{RES}/benchmarks/eval/{{suite}}_{{assignment}}_base_seed{{seed}}.tsv"
     threads: CFG.threads
+    params:
+        index=index_arg,
     conda:
         "../envs/drmas.yaml"
     shell:
-        "drmas evaluate --config {input.config} --suite {input.suite} --data $(dirname {input.test}) "
+        "drmas evaluate --config {input.config} --suite {input.suite} {params.index} --data $(dirname {input.test}) "
         "--assignment {wildcards.assignment} --seed {wildcards.seed} "
         "--out $(dirname {output}) > {log} 2>&1"

@@ -41,9 +41,9 @@ def test_prompts_carry_question_and_history():
     record_search(ep, None, [])
     record_search(ep, "zzz", [])
     history = render_history(ep)
-    assert history == ("<search>Varo</search>\n<information>Doc 1(Title: Varo) Varo was born in "
-                       f"Korvath.</information>\n<search></search>\n<information>{NO_QUERY}"
-                       f"</information>\n<search>zzz</search>\n<information>{NO_HITS}</information>")
+    assert history == ("<search> Varo </search>\n<information>Doc 1(Title: Varo) Varo was born in "
+                       f"Korvath.</information>\n<search>  </search>\n<information>{NO_QUERY}"
+                       f"</information>\n<search> zzz </search>\n<information>{NO_HITS}</information>")
     for agent, tag in ((Verifier(), "<verify>"), (Searcher(), "<search>"), (Answerer(), "<answer>")):
         text = agent.prompt(ep)[-1]["content"]
         assert text.startswith("Question: Where was Varo born?\n") and history in text and tag in text
@@ -103,7 +103,7 @@ def test_routing_batching_and_history():
                                           "verifier", "answerer"]
     assert c.turns[3].action.valid is False
     assert (a.info, b.info["searched_before_answer"], c.info["searches"]) == (
-        {"turns": 2, "searches": 1, "searched_before_answer": 1, "forced_zero": False}, 0, 2)
+        {"num_turns": 2, "searches": 1, "searched_before_answer": 1, "forced_zero": False}, 0, 2)
 
 
 def test_final_no_forces_zero_and_missing_verdict_answers():
@@ -115,7 +115,7 @@ def test_final_no_forces_zero_and_missing_verdict_answers():
     act, log = scripted(script)
     retriever = FakeRetriever({})
     stuck, tagless = SearchOrchestra(max_turns=4, retriever=retriever).run(problems("stuck", "tagless"), act)
-    assert stuck.info == {"turns": 4, "searches": 3, "searched_before_answer": 0, "forced_zero": True}
+    assert stuck.info == {"num_turns": 4, "searches": 3, "searched_before_answer": 0, "forced_zero": True}
     assert stuck.answer == "" and len(retriever.calls) == 3      # no search on the last turn
     assert log[-1] == ("verifier", 1)                             # the final "no" ends it
     assert tagless.turns[0].action.valid is False and tagless.answer == "<answer>x</answer>"

@@ -6,7 +6,7 @@ from drmas.agents.search import Answerer, Searcher, SearchEpisode, Verifier
 from drmas.data.prepare import prepare_rows
 from drmas.data.search_traces import MISTAKES, search_traces, simulate
 from drmas.data.traces import TRACE_BUILDERS
-from drmas.errors import DrmasError
+from drmas.errors import DataError, DrmasError
 from test_knowledge import SPEC, knowledge_index  # one index per session, shared
 
 
@@ -23,9 +23,12 @@ def train_rows():
     return [r for r in prepare_rows(SPEC, seed=0) if r["split"] == "train"]
 
 
-def test_retriever_is_required(train_rows):
+def test_retriever_and_knowledge_rows_are_required(train_rows, searcher):
     with pytest.raises(DrmasError, match="retriever"):
         search_traces(train_rows[:2], seed=0, mistake_rate=0.3, retriever=None)
+    hub_row = {"id": "nq-1", "question": "who?", "answers": ["x"]}
+    with pytest.raises(DataError, match="nq-1"):
+        search_traces(train_rows[:2] + [hub_row], seed=0, mistake_rate=0.3, retriever=searcher)
 
 
 def test_traces_use_the_agents_prompts(train_rows, searcher):
@@ -62,6 +65,6 @@ def test_correct_traces_search_the_hops_and_answer_gold(train_rows, searcher):
         queries = [Searcher().parse(r).value for a, _, r in traces if a == "searcher"]
         assert queries == row["hops"][:len(queries)] and len(queries) <= len(row["hops"])
         agent, prompt, response = traces[-1]
-        assert agent == "answerer" and response == f"<answer>{row['answers'][0]}</answer>"
+        assert agent == "answerer" and response == f"<answer> {row['answers'][0]} </answer>"
         assert row["answers"][0] in prompt[-1]["content"]          # the answer was retrieved
         assert all(Verifier().parse(r).valid for a, _, r in traces if a == "verifier")

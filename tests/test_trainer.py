@@ -9,7 +9,7 @@ import torch
 from conftest import make_config, math_suite
 from drmas.errors import ConfigError
 from drmas.train.groups import plan_groups
-from drmas.train.trainer import ProblemSampler, Trainer
+from drmas.train.trainer import VOLATILE, ProblemSampler, Trainer
 
 
 def params(group):
@@ -62,6 +62,26 @@ def test_sharing_plan_and_mismatched_settings(tiny_model_dir):
     assert groups["verifier"]["settings"].lr == 5e-4 and groups["solver"]["settings"].lr == 1e-3
 
 
+def test_lora_mismatch_under_sharing_names_agents_and_key(tiny_model_dir):
+    from dataclasses import replace
+    cfg = make_config(tiny_model_dir)
+    bad = replace(cfg, agents={"solver": {"lora_rank": 8}})
+    with pytest.raises(ConfigError, match="'solver' and 'verifier'.*'lora_rank'"):
+        plan_groups(bad, "shared", ["solver", "verifier"])
+    assert plan_groups(bad, "nonshared", ["solver", "verifier"])["solver"]["settings"].lora_rank == 8
+
+
+def test_per_agent_learning_rate_reaches_the_optimiser(tiny_model_dir, math_rows, tmp_path):
+    from dataclasses import replace
+    cfg = replace(make_config(tiny_model_dir), agents={"verifier": {"lr": 5e-4, "weight_decay": 0.0}})
+    trainer = Trainer(cfg, math_suite(), "nonshared", "grpo", 0,
+                      [r for r in math_rows if r["split"] == "train"], tmp_path)
+    opt = {g: grp.optimizer.param_groups[0] for g, grp in trainer.groups.items()}
+    assert (opt["solver"]["lr"], opt["solver"]["weight_decay"]) == (1e-3, 0.01)
+    assert (opt["verifier"]["lr"], opt["verifier"]["weight_decay"]) == (5e-4, 0.0)
+    assert trainer.groups["verifier"].describe()["lr"] == 5e-4
+
+
 def test_sampler_is_epochwise_and_resumable():
     problems = [{"id": i} for i in range(5)]
     s = ProblemSampler(problems, 3, seed=1)
@@ -93,7 +113,7 @@ def test_run_writes_metrics_and_resumes_identically(tiny_model_dir, math_rows, t
     run(tmp_path / "b")
     a = (tmp_path / "a" / "metrics.jsonl").read_text().splitlines()
     b = (tmp_path / "b" / "metrics.jsonl").read_text().splitlines()
-    strip = lambda lines: [{k: v for k, v in json.loads(l).items() if k not in ("time", "tokens_per_s")} for l in lines]
+    strip = lambda lines: [{k: v for k, v in json.loads(l).items() if k not in VOLATILE} for l in lines]
     assert strip(a) == strip(b) and len(a) == 2
     from safetensors.torch import load_file
     wa = load_file(str(tmp_path / "a" / "final" / "small" / "model.safetensors"))

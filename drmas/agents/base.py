@@ -60,6 +60,16 @@ def last_tag(text: str, tag: str) -> str | None:
     return found[-1].strip() if found else None
 
 
+def parse_verdict(text: str, verdicts: tuple[str, ...], default: str) -> Action:
+    """The last `<verify>…</verify>` if it is one of `verdicts` (any case); otherwise
+    `default`, marked invalid: both MAS treat a missing verdict as a fixed choice."""
+    verdict = last_tag(text, "verify")
+    verdict = verdict.lower() if verdict else None
+    if verdict in verdicts:
+        return Action(verdict, True)
+    return Action(default, False)
+
+
 class Agent:
     """A role: builds its chat prompt from the episode and parses its own output."""
 

@@ -6,7 +6,7 @@ second Solver answer is final. A missing verdict counts as approve (and as inval
 
 from __future__ import annotations
 
-from drmas.agents.base import Act, Action, Agent, Episode, call, last_tag
+from drmas.agents.base import Act, Action, Agent, Episode, call, parse_verdict
 from drmas.agents.registry import register, register_orchestra
 from drmas.rewards.math import last_boxed
 
@@ -43,11 +43,7 @@ class Verifier(Agent):
                 f"Check it. Reply <verify>approve</verify> or <verify>reject</verify>.")
 
     def parse(self, text: str) -> Action:
-        verdict = last_tag(text, "verify")
-        verdict = verdict.lower() if verdict else None
-        if verdict in VERDICTS:
-            return Action(verdict, True)
-        return Action("approve", False)  # missing or unknown verdict = approve, invalid format
+        return parse_verdict(text, VERDICTS, default="approve")
 
 
 @register_orchestra("math")

@@ -3,7 +3,7 @@
 Each turn the Verifier reads the question and the shared history (every query so far and the
 documents it returned) and says `<verify>yes</verify>` (enough information: the Answerer
 answers, which ends the episode) or `<verify>no</verify>` (the Searcher writes
-`<search>query</search>`; the top-k documents are appended to the history inside
+`<search> query </search>`; the top-k documents are appended to the history inside
 `<information>…</information>`, in Search-R1's `Doc i(Title: …) …` format). A missing or
 unknown verdict counts as "yes" and as invalid format.
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from drmas.agents.base import Act, Action, Agent, Episode, call, last_tag
+from drmas.agents.base import Act, Action, Agent, Episode, call, last_tag, parse_verdict
 from drmas.agents.registry import register, register_orchestra
 from drmas.errors import DrmasError
 from drmas.retrieval.searcher import Hit, format_docs
@@ -45,11 +45,16 @@ def record_search(episode: SearchEpisode, query: str | None, hits: list[Hit]) ->
 
 
 def render_history(episode: Episode) -> str:
-    """The history as the agents see it: `<search>q</search>` and `<information>…</information>`."""
+    """The history as the agents see it: `<search> q </search>` and `<information>…</information>`.
+
+    Queries and answers are written with a space inside their tags (as in Search-R1's
+    prompts): a name then tokenizes the same as in the question and the documents, which
+    makes copying it much easier for a small BPE model.
+    """
     history = getattr(episode, "history", [])
     if not history:
         return "No searches yet."
-    return "\n".join(f"<search>{q}</search>\n<information>{info}</information>" for q, info in history)
+    return "\n".join(f"<search> {q} </search>\n<information>{info}</information>" for q, info in history)
 
 
 class _SearchAgent(Agent):
@@ -70,17 +75,13 @@ class Verifier(_SearchAgent):
                    "Reply <verify>yes</verify> or <verify>no</verify>.")
 
     def parse(self, text: str) -> Action:
-        verdict = last_tag(text, "verify")
-        verdict = verdict.lower() if verdict else None
-        if verdict in VERDICTS:
-            return Action(verdict, True)
-        return Action("yes", False)  # missing or unknown verdict = yes, invalid format
+        return parse_verdict(text, VERDICTS, default="yes")
 
 
 @register("searcher")
 class Searcher(_SearchAgent):
     name = "searcher"
-    instruction = "Search for the missing information. Reply <search>name to look up</search>."
+    instruction = "Search for the missing information. Reply <search> name to look up </search>."
 
     def parse(self, text: str) -> Action:
         query = " ".join((last_tag(text, "search") or "").split())
@@ -90,7 +91,7 @@ class Searcher(_SearchAgent):
 @register("answerer")
 class Answerer(_SearchAgent):
     name = "answerer"
-    instruction = "Answer the question in a few words. Reply <answer>answer</answer>."
+    instruction = "Answer the question in a few words. Reply <answer> answer </answer>."
 
     def parse(self, text: str) -> Action:
         answer = last_tag(text, "answer")
@@ -145,7 +146,7 @@ class SearchOrchestra:
         answers = [t.gen.text for t in ep.turns if t.agent == "answerer"]
         ep.answer = answers[-1] if answers else ""
         ep.info.update(
-            turns=agents.count("verifier"),
+            num_turns=agents.count("verifier"),  # not "turns": eval samples list the turns
             searches=agents.count("searcher"),
             searched_before_answer=int(bool(answers) and "searcher" in agents),
             forced_zero=not ep.done,

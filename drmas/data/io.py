@@ -28,7 +28,7 @@ def read_jsonl(path, required: Sequence[str] = ()) -> list[dict]:
     path = Path(path)
     try:
         with path.open(encoding="utf-8") as handle:
-            return [_parse_line(line, f"{path}:{lineno}", required)
+            return [parse_line(line, f"{path}:{lineno}", required)
                     for lineno, line in enumerate(handle, start=1) if line.strip()]
     except FileNotFoundError:
         raise DataError(f"{path}: file not found") from None
@@ -38,7 +38,8 @@ def read_jsonl(path, required: Sequence[str] = ()) -> list[dict]:
         raise DataError(f"{path}: cannot read ({_one_line(exc.strerror or exc)})") from None
 
 
-def _parse_line(line: str, where: str, required: Sequence[str]) -> dict:
+def parse_line(line: str, where: str, required: Sequence[str] = ()) -> dict:
+    """One JSONL line as a dict; DataError naming `where` (file:line) when it is not one."""
     try:
         row = json.loads(line)
     except json.JSONDecodeError as exc:

@@ -218,7 +218,7 @@ def generate(sources: dict[str, dict], train_problems: int, test_problems: int, 
     per_source = -(-train_problems // len(sources))
     rows: list[dict] = []
     for source, conf in sources.items():
-        pool = questions(kb, int(conf["hops"]), rng)
+        pool = questions(kb, int((conf or {}).get("hops", 0)), rng)
         rng.shuffle(pool)
         if len(pool) <= test_problems:
             raise ConfigError(f"knowledge: {source} has only {len(pool)} questions for "

@@ -28,7 +28,7 @@ from types import SimpleNamespace
 
 from drmas.agents.base import Turn
 from drmas.agents.search import Answerer, Searcher, SearchEpisode, Verifier, record_search
-from drmas.errors import DrmasError
+from drmas.errors import DataError, DrmasError
 
 Trace = tuple[str, list[dict], str]          # (agent, prompt messages, response text)
 
@@ -98,10 +98,10 @@ def _searcher_text(demo: Demo) -> str:
     need = demo.needed()
     query = need if need is not None else demo.row["hops"][-1]   # extra search: repeat
     if need is not None and demo.take("wrong_query"):
-        query = demo.wrong() if demo.row["distractors"] else query
+        query = demo.wrong()
     if demo.broken == "searcher" and demo.take("broken_format"):
         return query
-    return f"<search>{query}</search>"
+    return f"<search> {query} </search>"
 
 
 def _answerer_text(demo: Demo) -> str:
@@ -115,7 +115,7 @@ def _answerer_text(demo: Demo) -> str:
         answer = gold
     if demo.broken == "answerer" and demo.take("broken_format"):
         return answer
-    return f"<answer>{answer}</answer>"
+    return f"<answer> {answer} </answer>"
 
 
 def simulate(rows: list[dict], seed: int, mistake_rate: float, retriever,
@@ -123,6 +123,10 @@ def simulate(rows: list[dict], seed: int, mistake_rate: float, retriever,
     """Play one demonstration episode per row (all rows in lockstep, one retrieval per turn)."""
     if retriever is None:
         raise DrmasError("search warm-start traces need a retriever: pass --index or --retriever-url")
+    missing = next((r.get("id") for r in rows if not (r.get("hops") and r.get("distractors"))), False)
+    if missing is not False:
+        raise DataError(f"row {missing!r} has no hops/distractors: search warm-start traces need "
+                        "rows of the `knowledge` generator")
     rng = random.Random(seed)
     demos = []
     for row in rows:

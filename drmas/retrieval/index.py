@@ -14,7 +14,6 @@ place only when complete, so an interrupted build never looks like a finished in
 from __future__ import annotations
 
 import collections
-import json
 import logging
 import os
 import re
@@ -24,6 +23,7 @@ import sys
 from pathlib import Path
 
 import drmas
+from drmas.data.io import parse_line
 from drmas.errors import DataError, DrmasError
 
 log = logging.getLogger(__name__)
@@ -44,12 +44,7 @@ def validate_corpus(corpus_jsonl: str | Path) -> int:
             if not line.strip():
                 continue
             where = f"{path}:{lineno}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(f"{where}: not valid JSON ({err.msg})") from None
-            if not isinstance(row, dict):
-                raise DataError(f"{where}: expected a JSON object with 'id' and 'contents'")
+            row = parse_line(line, where)
             docid, contents = row.get("id"), row.get("contents")
             if isinstance(docid, bool) or not isinstance(docid, (str, int)) or str(docid) == "":
                 raise DataError(f"{where}: 'id' must be a non-empty string or an integer")

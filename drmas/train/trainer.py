@@ -1,15 +1,16 @@
 """The RL loop: rollout -> team reward -> advantages -> PPO update per worker group.
 
-The driver holds no weights: it moves problems to the groups' engines, rows to the groups'
-optimisers, and metrics to `metrics.jsonl`. Advantages are computed once, on the whole batch,
-here, because the pools (global or per agent) cut across groups.
+With `resources.backend: ray` the driver holds no weights: it moves problems to the groups'
+engines, rows to the groups' optimisers, and metrics to `metrics.jsonl` (+ TensorBoard).
+Advantages are computed once, on the whole batch, here, because the pools (global or per
+agent) cut across groups. Per step: generate -> reward -> advantages -> update -> sync (each
+group's engine gets the new weights), each phase timed.
 """
 
 from __future__ import annotations
 
 import json
 import random
-import shutil
 import time
 from pathlib import Path
 
@@ -19,11 +20,16 @@ from tqdm import tqdm
 
 from drmas.algos.advantages import compute_advantages, group_stats, method_modes
 from drmas.config import Config, Suite
+from drmas.errors import ConfigError
 from drmas.rewards import get_reward
 from drmas.rollout.base import Sampling
 from drmas.rollout.mas import build_orchestra, derived_seed, run_mas, score_episodes
+from drmas.train import checkpoint
 from drmas.train.groups import model_dir, plan_groups
-from drmas.train.workers import LocalGroup
+from drmas.train.pool import make_groups
+
+#: metrics keys that measure the machine, not the run: they differ between identical runs
+VOLATILE = ("time", "tokens_per_s", "update_tokens_per_s", "memory")
 
 
 class ProblemSampler:
@@ -74,7 +80,12 @@ def _stats(values) -> dict:
 
 
 class Trainer:
-    """One run: (suite, assignment, method, seed) -> `out_dir` (DESIGN, "run folder")."""
+    """One run: (suite, assignment, method, seed) -> `out_dir` (DESIGN, "run folder").
+
+    Starts its worker groups (and, for `resources.backend: ray`, a local Ray instance) on
+    construction; `run` shuts them down at the end, `close` does it for a trainer used step by
+    step.
+    """
 
     def __init__(self, cfg: Config, suite: Suite, assignment: str, method: str, seed: int,
                  train_rows: list[dict], out_dir: str | Path, retriever=None):
@@ -88,10 +99,29 @@ class Trainer:
         self.orchestra = build_orchestra(suite, retriever)
         self.reward = get_reward(suite.reward)
         self.sampler = ProblemSampler(train_rows, self.train.prompts_per_step, seed)
-        self.groups = {g: LocalGroup(g, model_dir(cfg, suite.name, spec["model"]), spec["agents"],
-                                     spec["settings"])
-                       for g, spec in self.plan.items()}
+        t0 = time.perf_counter()
+        self.groups, self.pool = make_groups(
+            self.plan, {g: model_dir(cfg, suite.name, s["model"]) for g, s in self.plan.items()},
+            cfg.resources, cfg.threads)
+        self.startup = {"groups_s": time.perf_counter() - t0,
+                        "ray_start_s": self.pool.start_s if self.pool else 0.0}
         self.step = 0
+
+    def close(self) -> None:
+        """Stop the groups' actors and Ray (nothing to do for local groups)."""
+        if self.pool is not None:
+            try:
+                for grp in self.groups.values():
+                    grp.close()
+            finally:
+                self.pool.shutdown()
+                self.pool = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     def sampling(self, agent: str) -> Sampling:
         s = self.cfg.agent_train(agent)
@@ -99,31 +129,51 @@ class Trainer:
 
     # -- one step ------------------------------------------------------------------------
     def train_step(self) -> dict:
-        t0 = time.perf_counter()
+        times, clock = {}, [time.perf_counter()]
+
+        def lap(phase: str) -> None:
+            now = time.perf_counter()
+            times[phase], clock[0] = now - clock[0], now
+
         n = self.train.group_n
         problems = [dict(p, uid=f"{p['id']}@{self.step}") for p in self.sampler.next()]
         batch = [p for p in problems for _ in range(n)]
         episodes = run_mas(self.orchestra, batch, self.groups, self.agent_group, self.sampling,
                            derived_seed(self.seed, "rollout", self.step))
-        t1 = time.perf_counter()
+        lap("generate")
         team = score_episodes(episodes, self.reward)
         rows = episode_rows(episodes, team, self.suite.invalid_penalty, self.agent_group, n)
-        t2 = time.perf_counter()
+        lap("reward")
         cols = {k: [r[k] for r in rows] for k in ("uid", "traj_uid", "agent", "score")}
         adv = compute_advantages(np.asarray(cols["score"]), cols["uid"], cols["traj_uid"],
                                  cols["agent"], mean_by=self.mean_by, std_by=self.std_by,
                                  norm_by_std=self.train.norm_by_std)
         for row, a in zip(rows, adv.tolist()):
             row["advantage"] = a
-        t3 = time.perf_counter()
-        group_metrics = {g: grp.update([r for r in rows if r["group"] == g],
-                                       seed=derived_seed(self.seed, "update", self.step, g))
-                         for g, grp in self.groups.items()}
-        t4 = time.perf_counter()
+        lap("advantages")
+        group_metrics = self._update(rows)
+        lap("update")
+        for grp in self.groups.values():
+            grp.sync()
+        lap("sync")
+        times["total"] = sum(times.values())
+        memory = {g: grp.stats() for g, grp in self.groups.items()}
+        times["dispatch"] = sum(grp.pop_overhead() for grp in self.groups.values())
         self.step += 1
-        return self._metrics(episodes, team, rows, group_metrics, cols,
-                             {"generate": t1 - t0, "reward": t2 - t1, "advantages": t3 - t2,
-                              "update": t4 - t3, "total": t4 - t0})
+        m = self._metrics(episodes, team, rows, group_metrics, cols, times)
+        m["memory"] = memory
+        return m
+
+    def _update(self, rows: list[dict]) -> dict:
+        """Each group updates on its own rows only; groups on disjoint slices of the pool
+        update side by side, colocated ones take turns."""
+        keys = ("agent", "prompt_ids", "response_ids", "logprobs", "advantage")
+        mine = {g: [{k: r[k] for k in keys} for r in rows if r["group"] == g] for g in self.groups}
+        seeds = {g: derived_seed(self.seed, "update", self.step, g) for g in self.groups}
+        if self.pool is not None and not self.pool.colocated:
+            handles = {g: grp.update_async(mine[g], seeds[g]) for g, grp in self.groups.items()}
+            return {g: grp.wait(handles[g]) for g, grp in self.groups.items()}
+        return {g: grp.update(mine[g], seeds[g]) for g, grp in self.groups.items()}
 
     def _metrics(self, episodes, team, rows, group_metrics, cols, timings) -> dict:
         agents = {}
@@ -149,61 +199,105 @@ class Trainer:
                 "episodes": {k: float(np.mean([ep.info.get(k, 0) for ep in episodes]))
                              for k in episodes[0].info} if episodes else {},
                 "rows": len(rows), "tokens_per_s": tokens / max(timings["generate"], 1e-9),
+                "update_tokens_per_s": tokens / max(timings["update"], 1e-9),
                 "time": timings}
 
     # -- checkpoints ---------------------------------------------------------------------
     def save(self, path: Path, final: bool = False) -> None:
-        tmp = path.with_name(path.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        for g, grp in self.groups.items():
-            grp.save(tmp / g, with_optimizer=not final)
-        (tmp / "trainer.json").write_text(json.dumps(
-            {"step": self.step, "sampler": self.sampler.state(), "groups": self.plan_summary()}))
-        shutil.rmtree(path, ignore_errors=True)
-        tmp.rename(path)
+        checkpoint.save(path, self.groups, {"step": self.step, "sampler": self.sampler.state(),
+                                            "groups": self.plan_summary()},
+                        with_optimizer=not final)
 
     def plan_summary(self) -> dict:
         return {g: {"model": s["model"], "agents": s["agents"]} for g, s in self.plan.items()}
 
     def resume(self) -> bool:
         """Continue from the newest complete checkpoint, if any; True when resumed."""
-        ckpts = sorted(self.out.glob("checkpoints/step*/trainer.json"),
-                       key=lambda p: int(p.parent.name[4:]))
-        if not ckpts:
+        ckpt = checkpoint.latest(self.out)
+        if ckpt is None:
             return False
-        state = json.loads(ckpts[-1].read_text())
+        state = checkpoint.read_state(ckpt)
+        if state["groups"] != self.plan_summary():
+            raise ConfigError(f"{ckpt} holds groups {state['groups']}, this run has "
+                              f"{self.plan_summary()}; delete the run folder to start over")
         for g, grp in self.groups.items():
-            grp.load(ckpts[-1].parent / g)
+            grp.load(ckpt / g)
+        checkpoint.restore_driver_rng(ckpt)
         self.step = state["step"]
         self.sampler = ProblemSampler(self.sampler.problems, self.sampler.batch, self.seed,
                                       **state["sampler"])
-        metrics = self.out / "metrics.jsonl"
-        if metrics.exists():
-            keep = [l for l in metrics.read_text().splitlines() if json.loads(l)["step"] <= self.step]
-            metrics.write_text("".join(l + "\n" for l in keep))
+        checkpoint.truncate_metrics(self.out / "metrics.jsonl", self.step)
         return True
 
     # -- the loop ------------------------------------------------------------------------
     def run(self) -> dict:
+        """Train to `train.steps` (resuming from a checkpoint if there is one), save `final/`,
+        write `summary.json`; the groups (and Ray) are shut down on the way out."""
+        try:
+            return self._run()
+        finally:
+            self.close()
+
+    def _run(self) -> dict:
         self.out.mkdir(parents=True, exist_ok=True)
         (self.out / "config.yaml").write_text(yaml.safe_dump(
             {"config": self.cfg.raw, "suite": self.suite.name, "assignment": self.assignment,
              "method": self.method, "seed": self.seed, "groups": self.plan_summary()}, sort_keys=False))
-        if not self.resume():
-            (self.out / "metrics.jsonl").unlink(missing_ok=True)
         steps = self.train.steps
+        metrics = self.out / "metrics.jsonl"
+        if checkpoint.finished(self.out, steps):     # crashed after the final save
+            self.step = steps
+            checkpoint.truncate_metrics(metrics, steps)
+            resumed_from = steps
+        elif self.resume():
+            resumed_from = self.step
+        else:
+            resumed_from = None
+            metrics.unlink(missing_ok=True)
+        board = _board(self.out / "tensorboard", self.step)
         bar = tqdm(total=steps, initial=self.step, desc=f"train {self.out}", mininterval=2)
-        with open(self.out / "metrics.jsonl", "a") as log:
+        with open(metrics, "a") as log:
             while self.step < steps:
                 m = self.train_step()
                 log.write(json.dumps(m) + "\n")
                 log.flush()
+                _scalars(board, m)
                 bar.update(1)
-                bar.set_postfix(reward=f"{m['team_reward']['mean']:.3f}", refresh=False)
+                bar.set_postfix(step=self.step, reward=f"{m['team_reward']['mean']:.3f}",
+                                refresh=False)
                 if self.step % self.train.save_every == 0 and self.step < steps:
-                    self.save(self.out / "checkpoints" / f"step{self.step}")
+                    self.save(checkpoint.step_dir(self.out, self.step))
+                    checkpoint.prune(self.out)
         bar.close()
-        self.save(self.out / "final", final=True)
-        summary = {"steps": self.step, "groups": self.plan_summary()}
+        board.close()
+        if not checkpoint.finished(self.out, steps):
+            self.save(self.out / "final", final=True)
+        summary = {"steps": self.step, "groups": self.plan_summary(),
+                   "workers": {g: grp.describe() for g, grp in self.groups.items()},
+                   "backend": self.cfg.resources.backend, "resumed_from": resumed_from,
+                   "startup": self.startup}
         (self.out / "summary.json").write_text(json.dumps(summary, indent=1))
         return summary
+
+
+def _board(path: Path, step: int):
+    """TensorBoard writer beside metrics.jsonl; after a resume, events past `step` are purged."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    return SummaryWriter(str(path), purge_step=step + 1 if step else None)
+
+
+def _flatten(m: dict, prefix: str = ""):
+    for key, value in m.items():
+        if isinstance(value, dict):
+            yield from _flatten(value, f"{prefix}{key}/")
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            yield prefix + key, value
+
+
+def _scalars(board, m: dict) -> None:
+    """Every number of a metrics line, under its key path (agents/solver/reward/mean, ...)."""
+    for tag, value in _flatten(m):
+        if tag != "step":
+            board.add_scalar(tag, value, m["step"])
+    board.flush()

@@ -1,45 +1,103 @@
 """A worker group: one model with its optimiser and its rollout engine.
 
 Agents that share a model share a group; each group trains only on its own agents' rows.
-The trainer talks to a group through four calls with plain-data arguments (`generate`,
-`update`, `save`, `load`), so the same object can live in the driver process (`LocalGroup`)
-or behind Ray actors without the trainer changing.
+The trainer talks to a group through plain-data calls (`generate`, `update`, `sync`, `save`,
+`load`, `stats`), so the same code runs in the driver process (`LocalGroup`, one worker) or
+as W Ray actors (`pool.RayGroup`), one `GroupWorker` per rank.
+
+With W = 1 the engine generates with the training weights themselves. With W > 1 the
+training model is sharded with FSDP2 and every rank keeps a full-weight copy for its engine,
+refreshed from the shards after each update (`sync`); each rank generates its share of the
+prompts and backpropagates its share of every micro-batch.
 """
 
 from __future__ import annotations
 
+import copy
+import math
 import random
+import resource
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
 import torch
 
 from drmas.agents.base import Messages
-from drmas.algos.loss import grad_norm_and_clip, policy_loss
+from drmas.algos.loss import policy_loss
 from drmas.config import TrainConfig
 from drmas.modeling import load_model, load_tokenizer
 from drmas.rollout.base import Generation, Sampling
 from drmas.rollout.hf import HFEngine
+from drmas.train import dist
 from drmas.train.logprobs import pack, response_logprobs
 from drmas.train.sft import encode_prompt
 
-
-def flat_grad(params: list[torch.nn.Parameter]) -> torch.Tensor:
-    return torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1)
-                      for p in params])
+LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj"]
+LORA_INIT_SEED = 0
 
 
-class LocalGroup:
-    """One worker group in this process (W = 1)."""
+def with_lora(model, settings: TrainConfig):
+    """Wrap `model` with peft LoRA adapters when the group asks for them (lora_rank > 0).
+
+    The adapters' random init is seeded (without touching the global RNG): every rank of a
+    sharded group must build the very same model, and a rerun must too.
+    """
+    if settings.lora_rank <= 0:
+        return model
+    from peft import LoraConfig, get_peft_model
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(LORA_INIT_SEED)
+        return get_peft_model(model, LoraConfig(r=settings.lora_rank,
+                                                lora_alpha=settings.lora_alpha, lora_dropout=0.0,
+                                                target_modules=LORA_TARGETS))
+
+
+def mergeable(model):
+    """The plain transformers model to save: LoRA adapters merged into a copy (the training
+    model keeps its adapters, bit for bit), so the weights load without peft, e.g. in vLLM."""
+    if hasattr(model, "merge_and_unload"):
+        return copy.deepcopy(model).merge_and_unload()
+    return model
+
+
+def minibatches(n_rows: int, n_mini: int, seed: int) -> list[list[int]]:
+    order = list(range(n_rows))
+    random.Random(seed).shuffle(order)
+    n_mini = min(n_mini, n_rows)
+    return [order[i::n_mini] for i in range(n_mini)]
+
+
+def rank_chunks(idx: list[int], rank: int, world: int, size: int) -> list[list[int]]:
+    """This rank's micro-batches of the rows `idx`: rows dealt round-robin over ranks, then cut
+    into `size`-row chunks. Every rank gets the same number of chunks (some empty), because
+    each forward/backward of a sharded model is a collective all ranks must join."""
+    mine = idx[rank::world]
+    n = math.ceil(math.ceil(len(idx) / world) / size)
+    return [mine[j * size:(j + 1) * size] for j in range(n)]
+
+
+class GroupWorker:
+    """One rank of a worker group (rank 0 of 1 for `LocalGroup`)."""
 
     def __init__(self, name: str, model_path: str | Path, agents: Sequence[str],
-                 settings: TrainConfig, eval_batch: int = 256, trainable: bool = True):
+                 settings: TrainConfig, eval_batch: int = 256, trainable: bool = True,
+                 rank: int = 0, world: int = 1, device: str = "cpu", offload_engine: bool = False):
         self.name, self.agents, self.settings = name, list(agents), settings
+        self.rank, self.world, self.device = rank, world, torch.device(device)
+        self.offload_engine = offload_engine and self.device.type == "cuda"
         self.tokenizer = load_tokenizer(model_path)
-        self.model = load_model(model_path)
+        model = load_model(model_path)    # evaluation loads merged weights: no adapters
+        self.model = (with_lora(model, settings) if trainable else model).to(self.device)
         self.model.eval()
-        self.engine = HFEngine(self.model, self.tokenizer, batch_size=eval_batch)
+        engine_model = self.model
+        if world > 1:                       # the engine keeps full weights; training is sharded
+            engine_model = copy.deepcopy(self.model).requires_grad_(False)
+            dist.shard(self.model)
+        self.engine = HFEngine(engine_model, self.tokenizer, batch_size=eval_batch)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = (torch.optim.AdamW(self.params, lr=settings.lr,
                                             weight_decay=settings.weight_decay)
@@ -48,53 +106,56 @@ class LocalGroup:
     # -- rollout -------------------------------------------------------------------------
     def generate(self, prompts: Sequence[Messages], sampling: Sampling, seed: int) -> list[Generation]:
         """Tokenise with this group's own tokenizer and chat template, then sample."""
+        if not prompts:
+            return []
         ids = [encode_prompt(self.tokenizer, m) for m in prompts]
         return self.engine.generate(ids, sampling, seed=seed)
 
     # -- training ------------------------------------------------------------------------
     def update(self, rows: list[dict], seed: int) -> dict:
-        """PPO-clip update on this group's rows (`prompt_ids`, `response_ids`, `advantage`,
-        `agent`); `settings.ppo_mini_batches` optimiser steps, micro-batched.
+        """PPO-clip update on the group's rows (`prompt_ids`, `response_ids`, `advantage`,
+        `agent`): `settings.ppo_mini_batches` optimiser steps, micro-batched. Every rank gets
+        all rows, draws the same mini-batches, and backpropagates its share of each.
 
         Returns per-group metrics and, per agent, the norm of that agent's share of the
-        gradient (before clipping), averaged over mini-batches: with a shared model the
-        group norm alone would hide which agent spiked.
+        gradient (before clipping), averaged over mini-batches: with a shared model the group
+        norm alone would hide which agent spiked. Identical on every rank.
         """
         s = self.settings
         if not rows:
             return {"rows": 0}
-        if s.recompute_logprobs:
-            old = self._old_logprobs(rows)
-        else:   # the engine shares these weights: its logprobs are the behaviour policy's
-            old = [torch.tensor(r["logprobs"], dtype=torch.float32) for r in rows]
-        order = list(range(len(rows)))
-        random.Random(seed).shuffle(order)
-        n_mini = min(s.ppo_mini_batches, len(rows))
-        minis = [order[i::n_mini] for i in range(n_mini)]
+        self.sleep()
+        minis = minibatches(len(rows), s.ppo_mini_batches, seed)
+        plan = [[(agent, rank_chunks([i for i in mini if rows[i]["agent"] == agent], self.rank,
+                                     self.world, s.micro_batch_rows))
+                 for agent in self.agents] for mini in minis]
+        old = self._old_logprobs(rows, plan)
         totals = {"loss": 0.0, "clip_frac": 0.0, "approx_kl": 0.0, "entropy": 0.0, "tokens": 0}
         norms, agent_norms, skipped = [], {a: [] for a in self.agents}, 0
         self.model.train()
-        for mini in minis:
+        for mini, agents in zip(minis, plan):
             denom = float(sum(len(rows[i]["response_ids"]) for i in mini))
             self.optimizer.zero_grad(set_to_none=True)
-            before = flat_grad(self.params)
-            for agent in self.agents:                   # agent by agent: exact per-agent norms
-                idx = [i for i in mini if rows[i]["agent"] == agent]
-                for start in range(0, len(idx), s.micro_batch_rows):
-                    self._backward([rows[i] for i in idx[start:start + s.micro_batch_rows]],
-                                   [old[i] for i in idx[start:start + s.micro_batch_rows]],
-                                   denom, totals)
-                if idx:
-                    after = flat_grad(self.params)
-                    agent_norms[agent].append(float((after - before).norm()))
+            before = self._grads()
+            for agent, chunks in agents:       # agent by agent: exact per-agent norms
+                for chunk in chunks:
+                    self._backward([rows[i] for i in chunk], [old[i] for i in chunk], denom, totals)
+                if chunks:
+                    after = self._grads()
+                    diff = dist.all_sum([sum(float((a - b).double().pow(2).sum())
+                                             for a, b in zip(after, before))])[0]
+                    agent_norms[agent].append(math.sqrt(diff))
                     before = after
-            norm, finite = grad_norm_and_clip(self.params, s.grad_clip)
+            norm, finite = dist.global_grad_norm_and_clip(self.params, s.grad_clip)
             norms.append(norm)
             if finite:
                 self.optimizer.step()
             else:
                 skipped += 1
+        self.optimizer.zero_grad(set_to_none=True)
         self.model.eval()
+        keys = list(totals)
+        totals = dict(zip(keys, dist.all_sum([totals[k] for k in keys])))
         tokens = max(totals.pop("tokens"), 1)
         out = {k: v / tokens for k, v in totals.items()}
         out.update(rows=len(rows), grad_norm=sum(norms) / len(norms), grad_norm_max=max(norms),
@@ -102,55 +163,154 @@ class LocalGroup:
                    agent_grad_norm={a: sum(v) / len(v) for a, v in agent_norms.items() if v})
         return out
 
+    def _grads(self) -> list[torch.Tensor]:
+        """A copy of this rank's gradient shards (zeros where no gradient yet)."""
+        return [dist.local(p.grad).detach().clone() if p.grad is not None
+                else torch.zeros_like(dist.local(p)) for p in self.params]
+
     @torch.no_grad()
-    def _old_logprobs(self, rows: list[dict]) -> list[torch.Tensor]:
-        """Logprobs of the behaviour policy (the weights before this update), per row."""
-        out = []
-        for start in range(0, len(rows), self.settings.micro_batch_rows):
-            chunk = rows[start:start + self.settings.micro_batch_rows]
-            ids, attn, resp = pack([r["prompt_ids"] for r in chunk],
-                                   [r["response_ids"] for r in chunk], self.tokenizer.pad_token_id)
+    def _old_logprobs(self, rows: list[dict], plan) -> dict[int, torch.Tensor]:
+        """Logprobs of the behaviour policy for this rank's rows. The engine's own when it
+        computes them like the trainer (it holds these very weights); else recomputed with the
+        trainer before any step (`recompute_logprobs`, e.g. for vLLM)."""
+        chunks = [chunk for agents in plan for _, cs in agents for chunk in cs]
+        if not self.settings.recompute_logprobs:
+            return {i: torch.tensor(rows[i]["logprobs"], dtype=torch.float32)
+                    for chunk in chunks for i in chunk}
+        out = {}
+        for chunk in chunks:
+            if not chunk:
+                self._dummy_forward()
+                continue
+            ids, attn, resp = self._pack([rows[i] for i in chunk])
             lp, _ = response_logprobs(self.model, ids, attn, self.settings.temperature)
-            out += [lp[b][resp[b] > 0] for b in range(len(chunk))]
+            out.update({i: lp[b][resp[b] > 0].cpu() for b, i in enumerate(chunk)})
         return out
+
+    def _pack(self, rows: list[dict]):
+        ids, attn, resp = pack([r["prompt_ids"] for r in rows], [r["response_ids"] for r in rows],
+                               self.tokenizer.pad_token_id)
+        return ids.to(self.device), attn.to(self.device), resp.to(self.device)
+
+    def _dummy_forward(self, backward: bool = False) -> None:
+        """Join the collectives of a micro-batch this rank has no rows for (zero gradient)."""
+        ids = torch.full((1, 2), self.tokenizer.pad_token_id, dtype=torch.long, device=self.device)
+        logits = self.model(input_ids=ids, use_cache=False).logits
+        if backward:
+            (logits.float().sum() * 0.0).backward()
 
     def _backward(self, rows: list[dict], old: list[torch.Tensor], denom: float, totals: dict):
         if not rows:
+            if self.world > 1:
+                self._dummy_forward(backward=True)
             return
-        ids, attn, resp = pack([r["prompt_ids"] for r in rows], [r["response_ids"] for r in rows],
-                               self.tokenizer.pad_token_id)
+        ids, attn, resp = self._pack(rows)
         lp, entropy = response_logprobs(self.model, ids, attn, self.settings.temperature,
                                         with_entropy=True)
         old_full = torch.zeros_like(lp)
         for b, o in enumerate(old):
-            old_full[b][resp[b] > 0] = o
-        adv = torch.tensor([r["advantage"] for r in rows], dtype=torch.float32)
+            old_full[b][resp[b] > 0] = o.to(self.device)
+        adv = torch.tensor([r["advantage"] for r in rows], dtype=torch.float32, device=self.device)
         loss, m = policy_loss(lp, old_full, adv, resp, clip_low=self.settings.clip_low,
                               clip_high=self.settings.clip_high, dual_clip=self.settings.dual_clip,
                               entropy=entropy.detach(), denom=denom)
-        loss.backward()
+        # FSDP averages gradients over ranks; the loss is a sum over all ranks' tokens / denom
+        (loss * self.world).backward()
         n = m["n_tokens"]
         totals["loss"] += float(loss.detach()) * denom
         for key in ("clip_frac", "approx_kl", "entropy"):
             totals[key] += m[key] * n
         totals["tokens"] += n
 
+    # -- engine weights and memory ----------------------------------------------------------
+    def sync(self) -> float:
+        """Refresh the engine's full weights from the trained shards; seconds spent (0 when
+        the engine shares the training weights)."""
+        t0 = time.perf_counter()
+        if self.world > 1:
+            lora = self.settings.lora_rank > 0
+            state = dist.full_state(self.model, trainable_only=lora)
+            self.wake()
+            dist.load_full_state(self.engine.model, state, sharded=False)
+        return time.perf_counter() - t0
+
+    def sleep(self) -> None:
+        """Free the engine's device memory while the group trains (GPU, own engine copy)."""
+        if self.offload_engine and self.world > 1:
+            self.engine.model.to("cpu")
+            torch.cuda.empty_cache()
+
+    def wake(self) -> None:
+        if self.offload_engine and self.world > 1:
+            self.engine.model.to(self.device)
+
+    def describe(self) -> dict:
+        """What this group actually trains with (for summary.json and tests)."""
+        opt = self.optimizer.param_groups[0] if self.optimizer is not None else {}
+        return {"agents": self.agents, "world": self.world, "device": str(self.device),
+                "lr": opt.get("lr"), "weight_decay": opt.get("weight_decay"),
+                "lora_rank": self.settings.lora_rank,
+                "trainable_params": sum(p.numel() for p in self.params),    # DTensor: global
+                "params": sum(p.numel() for p in self.model.parameters())}
+
+    def stats(self) -> dict:
+        """Peak memory of this worker process: device memory on GPU, resident set on CPU."""
+        if self.device.type == "cuda":
+            return {"peak_mem_mb": torch.cuda.max_memory_allocated(self.device) / 2**20}
+        return {"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
     # -- persistence ---------------------------------------------------------------------
     def save(self, path: str | Path, with_optimizer: bool = True) -> None:
-        """Weights as safetensors (`from_pretrained`- and vLLM-loadable) + optimiser state."""
+        """Rank 0 writes the full weights as safetensors (`from_pretrained`- and vLLM-loadable,
+        LoRA merged) + tokenizer; with the optimiser: the adapters (LoRA), the full optimiser
+        state and every rank's RNG states, so that `load` resumes exactly. All ranks call it."""
         path = Path(path)
-        self.model.save_pretrained(path, safe_serialization=True)
-        self.tokenizer.save_pretrained(path)
-        if with_optimizer and self.optimizer is not None:
-            torch.save({"optimizer": self.optimizer.state_dict(), "settings": asdict(self.settings)},
-                       path / "optimizer.pt")
+        lora = self.settings.lora_rank > 0
+        trainable = dist.full_state(self.model, trainable_only=True) if lora else None
+        optim = (dist.optimizer_state(self.model, self.optimizer)
+                 if with_optimizer and self.optimizer is not None else None)
+        path.mkdir(parents=True, exist_ok=True)
+        if self.rank == 0:
+            mergeable(self.engine.model).save_pretrained(path, safe_serialization=True)
+            self.tokenizer.save_pretrained(path)
+            if optim is not None:
+                torch.save({"optimizer": optim, "settings": asdict(self.settings)},
+                           path / "optimizer.pt")
+                if lora:
+                    from safetensors.torch import save_file
+                    save_file({k: v.contiguous() for k, v in trainable.items()},
+                              str(path / "lora.safetensors"))
+        if optim is not None:
+            torch.save({"torch": torch.get_rng_state(), "python": random.getstate(),
+                        "numpy": np.random.get_state()}, path / f"rng_rank{self.rank}.pt")
 
     def load(self, path: str | Path) -> None:
-        """Restore weights and optimiser state saved by `save` (resume)."""
-        path = Path(path)
+        """Restore what `save` wrote (resume); any world size can load any world size's save."""
         from safetensors.torch import load_file
 
-        state = load_file(str(path / "model.safetensors"))
-        self.model.load_state_dict(state, strict=False)
+        path = Path(path)
+        lora = self.settings.lora_rank > 0
+        state = load_file(str(path / ("lora.safetensors" if lora else "model.safetensors")))
+        dist.load_full_state(self.model, state, sharded=self.world > 1)
+        if self.world > 1:
+            self.sync()
         if self.optimizer is not None and (path / "optimizer.pt").exists():
-            self.optimizer.load_state_dict(torch.load(path / "optimizer.pt")["optimizer"])
+            saved = torch.load(path / "optimizer.pt", weights_only=False)
+            dist.load_optimizer_state(self.model, self.optimizer, saved["optimizer"])
+        rng = path / f"rng_rank{self.rank}.pt"
+        if rng.exists():
+            r = torch.load(rng, weights_only=False)
+            torch.set_rng_state(r["torch"])
+            random.setstate(r["python"])
+            np.random.set_state(r["numpy"])
+
+
+class LocalGroup(GroupWorker):
+    """A whole worker group in this process: one worker, no torch.distributed (W = 1)."""
+
+    def pop_overhead(self) -> float:
+        """Time spent moving calls rather than computing: none in-process."""
+        return 0.0
+
+    def close(self) -> None:
+        pass

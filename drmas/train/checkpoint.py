@@ -1,0 +1,112 @@
+"""Checkpoints of a run: save and resume (weights, optimiser, RNG states, step, data cursor).
+
+Layout of `<run>/checkpoints/step<k>/` (and of `<run>/final/`, written without optimiser):
+`<group>/` as written by the group's `save` (model.safetensors + tokenizer, loadable by
+`from_pretrained` and vLLM; optimizer.pt; rng_rank<r>.pt), `driver_rng.pkl`, and
+`trainer.json` ({step, sampler, groups}), written last. A checkpoint is built in `<name>.tmp`
+and renamed into place, so a crash at any moment (even SIGKILL mid-write) leaves either the
+previous checkpoint or the new one, never half of one: the next run resumes from the newest
+complete one instead of starting over.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import random
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+STATE = "trainer.json"
+
+
+def step_dir(out: Path, step: int) -> Path:
+    return Path(out) / "checkpoints" / f"step{step}"
+
+
+def _fsync_write(path: Path, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def save(path: Path, groups: dict, state: dict, with_optimizer: bool = True) -> None:
+    """Write every group and the trainer state to `path`, atomically."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for g, grp in groups.items():
+        grp.save(tmp / g, with_optimizer=with_optimizer)
+    _fsync_write(tmp / "driver_rng.pkl", pickle.dumps({"python": random.getstate(),
+                                                       "numpy": np.random.get_state()}))
+    _fsync_write(tmp / STATE, json.dumps(state).encode())
+    old = path.with_name(path.name + ".old")
+    if path.exists():                   # e.g. a `final/` of an earlier, finished run
+        shutil.rmtree(old, ignore_errors=True)
+        path.rename(old)
+    tmp.rename(path)
+    shutil.rmtree(old, ignore_errors=True)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def read_state(path: Path) -> dict:
+    return json.loads((Path(path) / STATE).read_text())
+
+
+def latest(out: Path) -> Path | None:
+    """The newest complete checkpoint of a run (by step), or None."""
+    done = [p.parent for p in (Path(out) / "checkpoints").glob(f"step*/{STATE}")
+            if p.parent.name[4:].isdigit()]
+    return max(done, key=lambda p: int(p.name[4:]), default=None)
+
+
+def finished(out: Path, steps: int) -> bool:
+    """Whether `final/` holds a complete save of all `steps` steps."""
+    final = Path(out) / "final"
+    return (final / STATE).exists() and read_state(final)["step"] >= steps
+
+
+def restore_driver_rng(path: Path) -> None:
+    f = Path(path) / "driver_rng.pkl"
+    if f.exists():
+        state = pickle.loads(f.read_bytes())
+        random.setstate(state["python"])
+        np.random.set_state(state["numpy"])
+
+
+def prune(out: Path, keep: int = 2) -> None:
+    """Drop all but the newest `keep` complete checkpoints, and any unfinished `*.tmp`."""
+    root = Path(out) / "checkpoints"
+    for stale in root.glob("*.tmp"):
+        shutil.rmtree(stale, ignore_errors=True)
+    done = sorted((p.parent for p in root.glob(f"step*/{STATE}") if p.parent.name[4:].isdigit()),
+                  key=lambda p: int(p.name[4:]))
+    for p in done[:-keep]:
+        shutil.rmtree(p, ignore_errors=True)
+
+
+def truncate_metrics(path: Path, step: int) -> None:
+    """Keep the metrics lines of steps 1..`step` (a crash may leave later or partial lines)."""
+    path = Path(path)
+    if not path.exists():
+        return
+    keep = []
+    for line in path.read_text().splitlines():
+        try:
+            m = json.loads(line)
+        except json.JSONDecodeError:       # a line cut by the crash
+            continue
+        if m.get("step", 0) <= step:
+            keep.append(line)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(l + "\n" for l in keep))
+    tmp.replace(path)

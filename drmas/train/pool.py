@@ -1,0 +1,272 @@
+"""The shared resource pool: which worker groups run where, as Ray actors.
+
+One Ray placement group reserves the pool (`num_cpus` CPUs, `num_gpus` GPUs). Rank r of a
+group is placed in a bundle of it:
+- `colocated` (the paper's setup): W bundles, each holding rank r of *every* group with a
+  fraction of the bundle; groups take turns on the same devices (one group generates or trains
+  at a time), and on GPU an engine sleeps (frees its memory) while its group trains.
+- `disjoint`: G x W bundles, one slice of the pool per group; groups update side by side.
+On CPU the same code runs with CPU-only bundles. `RayGroup` presents the W actors of one group
+with the same plain-data calls as `LocalGroup`, so the trainer does not care which it has.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+from drmas.config import ResourceConfig, TrainConfig
+from drmas.rollout.base import Generation, Sampling
+from drmas.rollout.mas import derived_seed
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where one rank of one group runs: a bundle of the pool and its share of it."""
+
+    bundle: int
+    num_cpus: float
+    num_gpus: float
+    threads: int
+
+
+def plan_slots(groups: Sequence[str], world: int, cpus: int, gpus: int, placement: str):
+    """(bundles, {group: [Slot per rank]}) for `placement` (pure: tested without Ray)."""
+    n = len(groups)
+    if placement == "colocated":
+        bundle = {"CPU": cpus / world, **({"GPU": gpus / world} if gpus else {})}
+        slots = {g: [Slot(r, bundle["CPU"] / n, bundle.get("GPU", 0) / n,
+                          max(1, int(bundle["CPU"]))) for r in range(world)] for g in groups}
+        return [dict(bundle) for _ in range(world)], slots
+    if placement == "disjoint":
+        k = n * world
+        bundle = {"CPU": cpus / k, **({"GPU": gpus / k} if gpus else {})}
+        slots = {g: [Slot(i * world + r, bundle["CPU"], bundle.get("GPU", 0),
+                          max(1, int(bundle["CPU"]))) for r in range(world)]
+                 for i, g in enumerate(groups)}
+        return [dict(bundle) for _ in range(k)], slots
+    raise ValueError(f"unknown placement {placement!r}")
+
+
+class ResourcePool:
+    """A local Ray instance and one placement group over it, for the life of one run."""
+
+    def __init__(self, res: ResourceConfig, threads: int):
+        import ray
+
+        self.res = res
+        self.cpus = res.num_cpus or threads
+        self.gpus = res.num_gpus if res.num_gpus is not None else _visible_gpus()
+        t0 = time.perf_counter()
+        self.owns_ray = not ray.is_initialized()     # a Ray someone else started stays up
+        if self.owns_ray:
+            start_ray(self.cpus, self.gpus)
+        self.start_s = time.perf_counter() - t0
+        self.pg, self.slots = None, {}
+
+    def reserve(self, groups: Sequence[str]) -> dict[str, list[Slot]]:
+        """Reserve the bundles for `groups` and return each group's slots."""
+        import ray
+        from ray.util.placement_group import placement_group
+
+        bundles, self.slots = plan_slots(groups, self.res.workers_per_group, self.cpus,
+                                         self.gpus, self.res.placement)
+        self.pg = placement_group(bundles, strategy="PACK")
+        ray.get(self.pg.ready(), timeout=120)
+        return self.slots
+
+    @property
+    def colocated(self) -> bool:
+        return self.res.placement == "colocated"
+
+    def shutdown(self) -> None:
+        import ray
+        from ray.util.placement_group import remove_placement_group
+
+        if self.pg is not None:
+            remove_placement_group(self.pg)
+            self.pg = None
+        if self.owns_ray and ray.is_initialized():
+            ray.shutdown()
+
+
+def start_ray(num_cpus: int, num_gpus: int = 0) -> None:
+    """A fresh local Ray instance (address="local": never attach to another cluster on the
+    machine); actors inherit single-threaded OpenMP and set their own torch threads."""
+    import ray
+
+    ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False,
+             log_to_driver=False, configure_logging=False,
+             runtime_env={"env_vars": {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}})
+
+
+def _visible_gpus() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+class _Actor:
+    """The process behind one rank: builds its `GroupWorker` once the process group is up and
+    runs any of its methods, reporting how long the work itself took (to isolate Ray's own
+    overhead: the driver's wall time minus this)."""
+
+    def __init__(self, threads: int):
+        import torch
+
+        torch.set_num_threads(threads)
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        self.worker = None
+
+    def address(self) -> tuple[str, int]:
+        import ray
+
+        from drmas.train.dist import free_port
+
+        return ray.util.get_node_ip_address(), free_port()
+
+    def setup(self, addr: str, port: int, rank: int, world: int, kwargs: dict) -> None:
+        import torch
+
+        from drmas.train import dist
+        from drmas.train.workers import GroupWorker
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"   # Ray sets the visible GPU
+        if world > 1:
+            dist.init_group(rank, world, addr, port, torch.device(device))
+        self.worker = GroupWorker(rank=rank, world=world, device=device, **kwargs)
+
+    def call(self, method: str, *args, **kwargs):
+        t0 = time.perf_counter()
+        out = getattr(self.worker, method)(*args, **kwargs)
+        return out, time.perf_counter() - t0
+
+    def close(self) -> None:
+        from drmas.train import dist
+
+        dist.destroy()
+
+
+class RayGroup:
+    """One worker group as W Ray actors (a torch.distributed group, FSDP2 when W > 1)."""
+
+    def __init__(self, name: str, model_path, agents: Sequence[str], settings: TrainConfig,
+                 pool: ResourcePool, slots: list[Slot], eval_batch: int = 256):
+        """Start the actors and their setup; `ready()` waits for it (so that several groups
+        load their models at the same time)."""
+        import ray
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        self.name, self.agents, self.world = name, list(agents), len(slots)
+        self.overhead_s = 0.0
+        remote = ray.remote(_Actor)
+        self.actors = [remote.options(
+            num_cpus=s.num_cpus, num_gpus=s.num_gpus,
+            scheduling_strategy=PlacementGroupSchedulingStrategy(
+                placement_group=pool.pg, placement_group_bundle_index=s.bundle),
+        ).remote(s.threads) for s in slots]
+        addr, port = ray.get(self.actors[0].address.remote()) if self.world > 1 else ("", 0)
+        kwargs = dict(name=name, model_path=str(model_path), agents=list(agents),
+                      settings=settings, eval_batch=eval_batch, offload_engine=pool.colocated)
+        self._setup = [a.setup.remote(addr, port, r, self.world, kwargs)
+                       for r, a in enumerate(self.actors)]
+
+    def ready(self) -> "RayGroup":
+        import ray
+
+        ray.get(self._setup)
+        return self
+
+    # -- calls: every rank runs the same method; Ray's share of the wall time is recorded ----
+    def _submit(self, method: str, per_rank_args: list[tuple]):
+        return time.perf_counter(), [a.call.remote(method, *args)
+                                     for a, args in zip(self.actors, per_rank_args)]
+
+    def _collect(self, handle) -> list:
+        import ray
+
+        t0, refs = handle
+        outs = ray.get(refs)
+        self.overhead_s += (time.perf_counter() - t0) - max(s for _, s in outs)
+        return [o for o, _ in outs]
+
+    def _all(self, method: str, *args) -> list:
+        return self._collect(self._submit(method, [args] * self.world))
+
+    def generate(self, prompts, sampling: Sampling, seed: int) -> list[Generation]:
+        """Prompts split into W contiguous shares, one per rank, each with its own seed
+        (rank 0 of a one-worker group keeps `seed`: the same samples as `LocalGroup`)."""
+        prompts = list(prompts)
+        if self.world == 1:
+            return self._all("generate", prompts, sampling, seed)[0]
+        per = -(-len(prompts) // self.world)
+        args = [(prompts[r * per:(r + 1) * per], sampling, derived_seed(seed, "rank", r))
+                for r in range(self.world)]
+        return [g for out in self._collect(self._submit("generate", args)) for g in out]
+
+    def update(self, rows: list[dict], seed: int) -> dict:
+        return self.wait(self.update_async(rows, seed))
+
+    def update_async(self, rows: list[dict], seed: int):
+        """Start an update (every rank gets all rows, once, through the object store) and
+        return a handle for `wait`: groups on disjoint slices update side by side."""
+        import ray
+
+        if not rows:
+            return None
+        return self._submit("update", [(ray.put(rows), seed)] * self.world)
+
+    def wait(self, handle) -> dict:
+        return {"rows": 0} if handle is None else self._collect(handle)[0]
+
+    def sync(self) -> float:
+        return max(self._all("sync"))
+
+    def describe(self) -> dict:
+        return self._all("describe")[0]
+
+    def stats(self) -> dict:
+        per_rank = self._all("stats")
+        return {k: max(s[k] for s in per_rank) for k in per_rank[0]}
+
+    def save(self, path, with_optimizer: bool = True) -> None:
+        self._all("save", str(path), with_optimizer)
+
+    def load(self, path) -> None:
+        self._all("load", str(path))
+
+    def pop_overhead(self) -> float:
+        out, self.overhead_s = self.overhead_s, 0.0
+        return out
+
+    def close(self) -> None:
+        import ray
+
+        try:
+            ray.get([a.close.remote() for a in self.actors], timeout=30)
+        finally:
+            for a in self.actors:
+                ray.kill(a)
+
+
+def make_groups(plan: dict, paths: dict, res: ResourceConfig, threads: int,
+                eval_batch: int = 256):
+    """Build every group of `plan` ({group: {"agents", "settings"}}) from `paths`
+    ({group: model dir}) on the configured backend; returns (groups, pool or None)."""
+    if res.backend == "local":
+        from drmas.train.workers import LocalGroup
+
+        return {g: LocalGroup(g, paths[g], spec["agents"], spec["settings"], eval_batch)
+                for g, spec in plan.items()}, None
+    pool = ResourcePool(res, threads)
+    try:
+        slots = pool.reserve(list(plan))
+        groups = {g: RayGroup(g, paths[g], spec["agents"], spec["settings"], pool, slots[g],
+                              eval_batch) for g, spec in plan.items()}
+        for grp in groups.values():
+            grp.ready()
+    except BaseException:
+        pool.shutdown()
+        raise
+    return groups, pool
