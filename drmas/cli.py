@@ -16,8 +16,14 @@ from drmas.errors import DrmasError
 
 
 def _config(args):
+    """The profile config; `--threads` (Snakemake's grant for the job) overrides `threads`."""
+    import dataclasses
+
     from drmas.config import load
-    return load(args.config)
+
+    cfg = load(args.config)
+    threads = getattr(args, "threads", None)
+    return dataclasses.replace(cfg, threads=threads) if threads else cfg
 
 
 def _suite(args):
@@ -177,6 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
         if suite:
             sp.add_argument("--suite", required=True, help="benchmark YAML (benchmarks/<name>.yaml)")
         if search:
+            sp.add_argument("--threads", type=int, default=None,
+                            help="CPU threads for this job (default: the config's `threads`)")
             sp.add_argument("--index", default=None, help="BM25 index folder (searching suites)")
             sp.add_argument("--retriever-url", default=None,
                             help="retrieval service URL instead of an in-process index")

@@ -60,6 +60,6 @@ rule warmstart:
     conda:
         "../envs/drmas.yaml"
     shell:
-        "drmas warmstart --config {input.config} --suite {input.suite} --model {wildcards.model} {params.index} "
+        "drmas warmstart --threads {threads} --config {input.config} --suite {input.suite} --model {wildcards.model} {params.index} "
         "--data $(dirname {input.train}) --tokenizer $(dirname {input.tokenizer}) "
         "--out $(dirname {output}) > {log} 2>&1"

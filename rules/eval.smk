@@ -20,7 +20,7 @@ rule evaluate_run:
     conda:
         "../envs/drmas.yaml"
     shell:
-        "drmas evaluate --config {input.config} --suite {input.suite} {params.index} --data $(dirname {input.test}) "
+        "drmas evaluate --threads {threads} --config {input.config} --suite {input.suite} {params.index} --data $(dirname {input.test}) "
         "--assignment {wildcards.assignment} --run $(dirname {input.run}) --seed {wildcards.seed} "
         "--out $(dirname {output}) > {log} 2>&1"
 
@@ -44,6 +44,6 @@ rule evaluate_base:
     conda:
         "../envs/drmas.yaml"
     shell:
-        "drmas evaluate --config {input.config} --suite {input.suite} {params.index} --data $(dirname {input.test}) "
+        "drmas evaluate --threads {threads} --config {input.config} --suite {input.suite} {params.index} --data $(dirname {input.test}) "
         "--assignment {wildcards.assignment} --seed {wildcards.seed} "
         "--out $(dirname {output}) > {log} 2>&1"

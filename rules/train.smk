@@ -20,6 +20,6 @@ rule train:
     conda:
         "../envs/drmas.yaml"
     shell:
-        "drmas train --config {input.config} --suite {input.suite} {params.index} --data $(dirname {input.train}) "
+        "drmas train --threads {threads} --config {input.config} --suite {input.suite} {params.index} --data $(dirname {input.train}) "
         "--assignment {wildcards.assignment} --method {wildcards.method} --seed {wildcards.seed} "
         "--out $(dirname {output}) > {log} 2>&1"

@@ -15,6 +15,7 @@ from drmas.config import ROOT
 
 REDUCED = {
     "profile": "e2e",
+    "datasets": {"math": "default"},
     "models": {"small": {"kind": "tiny", "hidden_size": 64, "layers": 2, "heads": 1, "intermediate_size": 128},
                "medium": {"kind": "tiny", "hidden_size": 64, "layers": 3, "heads": 1, "intermediate_size": 128}},
     "tokenizer": {"vocab_size": 512},

@@ -21,43 +21,47 @@ def _fmt(steps: list[list]) -> str:
     return " ".join(f"{a} {op} {b} = {r}." for a, op, b, r in steps)
 
 
-def _with_mistake(steps: list[list], rng: random.Random) -> list[list]:
-    """Perturb one step's result; later steps carry the wrong value forward correctly."""
-    bad = [list(s) for s in steps]
-    k = rng.randrange(len(bad))
-    right = bad[k][3]
-    bad[k][3] = rng.choice([v for v in (right - 10, right - 2, right - 1, right + 1, right + 2, right + 10) if v >= 0])
-    for j in range(k + 1, len(bad)):
-        a, op, b, _ = bad[j]
-        bad[j][0] = bad[j - 1][3]
-        bad[j][3] = bad[j][0] + b if op == "+" else bad[j][0] - b if op == "-" else bad[j][0] * b
-    return bad
+def _guess(answer: int, rng: random.Random) -> int:
+    """A guess without working: right 40% of the time, else a near miss."""
+    if rng.random() < 0.4:
+        return answer
+    return rng.choice([v for v in (answer - 10, answer - 2, answer - 1, answer + 1, answer + 2, answer + 10)
+                       if v >= 0])
 
 
-def _solver_text(steps: list[list], rng: random.Random, mistake_rate: float) -> tuple[str, bool]:
-    wrong = rng.random() < mistake_rate
-    shown = _with_mistake(steps, rng) if wrong else steps
-    answer = shown[-1][3]
+def _solver_text(steps: list[list], rng: random.Random, sloppy_rate: float) -> tuple[str, int]:
+    """Careful (worked steps, right answer) or sloppy (a bare guess); returns (text, answer).
+
+    The two styles are the mistakes RL can fix: a sloppy answer is wrong most of the time, so
+    the policy-gradient signal concentrates on the first tokens, where the style is chosen.
+    """
+    answer = steps[-1][3]
+    if rng.random() < sloppy_rate:
+        answer = _guess(answer, rng)
+        text = f"\\boxed{{{answer}}}"
+    else:
+        text = f"{_fmt(steps)} \\boxed{{{answer}}}"
     if rng.random() < 0.05:                     # broken format: no \boxed{}
-        return f"{_fmt(shown)} The answer is {answer}.", not wrong
-    return f"{_fmt(shown)} \\boxed{{{answer}}}", not wrong
+        text = text.replace(f"\\boxed{{{answer}}}", f"The answer is {answer}.")
+    return text, answer
 
 
-def _verifier_text(steps_shown: list[list], correct: bool, rng: random.Random,
-                   mistake_rate: float) -> str:
-    """Recompute each shown step; reject if any differs (with a share of flipped verdicts)."""
-    checks = " ".join(f"{a} {op} {b} = {a + b if op == '+' else a - b if op == '-' else a * b}."
-                      for a, op, b, _ in steps_shown)
-    verdict = "approve" if correct else "reject"
-    if rng.random() < mistake_rate / 2:
-        verdict = "reject" if verdict == "approve" else "approve"
+def _verifier_text(steps: list[list], proposed: int | None, rng: random.Random,
+                   sloppy_rate: float) -> str:
+    """Careful (re-solve the problem, compare with the proposed answer) or sloppy (approve
+    without checking)."""
+    if rng.random() < sloppy_rate:
+        return "<verify>approve</verify>"
+    verdict = "approve" if proposed == steps[-1][3] else "reject"
+    text = f"{_fmt(steps)} <verify>{verdict}</verify>"
     if rng.random() < 0.05:                     # broken format: no tag
-        return f"{checks} {verdict}"
-    return f"{checks} <verify>{verdict}</verify>"
+        text = text.replace(f"<verify>{verdict}</verify>", verdict)
+    return text
 
 
 def math_traces(rows: list[dict], seed: int, mistake_rate: float, **_) -> list[Trace]:
-    """Solver and Verifier demonstrations from generated problems that carry `steps`."""
+    """Solver and Verifier demonstrations from generated problems that carry `steps`;
+    `mistake_rate` is the share of sloppy demonstrations per agent."""
     rng = random.Random(seed)
     solver, verifier = Solver(), Verifier()
     traces: list[Trace] = []
@@ -65,25 +69,18 @@ def math_traces(rows: list[dict], seed: int, mistake_rate: float, **_) -> list[T
         ep = Episode(problem=row)
         for loop in range(2):
             prompt = solver.prompt(ep)
-            text, correct = _solver_text(row["steps"], rng, mistake_rate if loop == 0 else mistake_rate / 2)
+            text, answer = _solver_text(row["steps"], rng, mistake_rate if loop == 0 else mistake_rate / 2)
             traces.append(("solver", prompt, text))
             ep.turns.append(Turn("solver", loop, prompt, SimpleNamespace(text=text), Action(None, True)))
             if loop == 1:
                 break
             prompt = verifier.prompt(ep)
-            shown = _parse_steps(text)
-            vtext = _verifier_text(shown, correct and bool(shown), rng, mistake_rate)
+            proposed = answer if "boxed" in text else None
+            vtext = _verifier_text(row["steps"], proposed, rng, mistake_rate)
             traces.append(("verifier", prompt, vtext))
-            if correct and rng.random() < 0.7:  # most correct episodes end after one loop
+            if "reject" not in vtext:
                 break
     return traces
-
-
-def _parse_steps(text: str) -> list[list]:
-    """The `a op b = r.` steps written in a Solver response."""
-    import re
-    return [[int(a), op, int(b), int(r)]
-            for a, op, b, r in re.findall(r"(\d+) ([-+*]) (\d+) = (-?\d+)\.", text)]
 
 
 def _search_traces(rows, seed, mistake_rate, retriever=None, **_):
