@@ -1,7 +1,9 @@
-"""Shared fixtures: a tiny tokenizer + random Qwen2 model saved to disk (seconds to build)."""
+"""Shared fixtures: a tiny tokenizer + random Qwen2 model saved to disk (seconds to build),
+a generated corpus and its real pyserini BM25 index (built once per session)."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -32,6 +34,61 @@ def tiny_model_dir(tmp_path_factory, math_rows):
     model.save_pretrained(path)
     tok.save_pretrained(path)
     return path
+
+
+N_DOCS = 300
+SYLLABLES = "ka lo mir ven tra sol qua dre fin gor hal ix jun pel rum sav tok ulm wen zor".split()
+KINDS = ["river", "fortress", "guild", "comet", "festival", "dialect", "orchard", "engine"]
+
+
+def make_corpus(n: int = N_DOCS, seed: int = 0) -> list[dict]:
+    """n fictional documents {"id", "contents": "Title\\ntext"} with distinct titles.
+
+    Title words come from a shared pool, so titles overlap word-wise and texts mention other
+    entries: exact-title queries have to beat real competition.
+    """
+    rng = random.Random(seed)
+    pool = sorted({"".join(rng.sample(SYLLABLES, 3)).capitalize() for _ in range(4 * n)})
+    titles: list[str] = []
+    while len(titles) < n:
+        title = " ".join(rng.sample(pool, 2))
+        if title not in titles:
+            titles.append(title)
+    rows = []
+    for i, title in enumerate(titles):
+        kind, other = rng.choice(KINDS), rng.choice(titles)
+        text = (
+            f"{title} is a {kind} first recorded in the year {rng.randint(900, 1900)}. "
+            f"Chroniclers compare it with {other}, and it is known for {rng.choice(pool)} lore."
+        )
+        rows.append({"id": f"doc{i}", "contents": f"{title}\n{text}"})
+    return rows
+
+
+@pytest.fixture(scope="session")
+def bm25_index(tmp_path_factory):
+    """(corpus rows, index dir): a real pyserini index of make_corpus(), built once per session."""
+    pytest.importorskip("pyserini", reason="pyserini is not installed (pyserini==1.6.0)")
+    from drmas.retrieval.index import build_index
+
+    root = tmp_path_factory.getbasetemp() / "bm25"
+    rows = make_corpus()
+    index_dir = root / "index"
+    if not index_dir.exists():
+        root.mkdir(exist_ok=True)
+        corpus = root / "corpus" / "wiki.jsonl"
+        corpus.parent.mkdir()
+        corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        build_index(corpus, index_dir, threads=2)
+    return rows, index_dir
+
+
+@pytest.fixture(scope="session")
+def searcher(bm25_index):
+    from drmas.retrieval.searcher import BM25Searcher
+
+    with BM25Searcher(bm25_index[1]) as s:
+        yield s
 
 
 @pytest.fixture

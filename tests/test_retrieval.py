@@ -5,7 +5,6 @@ in Search-R1's wiki-18 row format. The index is built once per test session.
 """
 
 import json
-import random
 
 import pytest
 
@@ -14,62 +13,7 @@ from drmas.retrieval.client import make_retriever
 from drmas.retrieval.index import build_index, validate_corpus
 from drmas.retrieval.searcher import Hit, format_docs
 
-N_DOCS = 300
-SYLLABLES = "ka lo mir ven tra sol qua dre fin gor hal ix jun pel rum sav tok ulm wen zor".split()
-KINDS = ["river", "fortress", "guild", "comet", "festival", "dialect", "orchard", "engine"]
-
-
-def make_corpus(n: int = N_DOCS, seed: int = 0) -> list[dict]:
-    """n fictional documents {"id", "contents": "Title\\ntext"} with distinct titles.
-
-    Title words come from a shared pool, so titles overlap word-wise and texts mention other
-    entries: exact-title queries have to beat real competition.
-    """
-    rng = random.Random(seed)
-    pool = sorted({"".join(rng.sample(SYLLABLES, 3)).capitalize() for _ in range(4 * n)})
-    titles: list[str] = []
-    while len(titles) < n:
-        title = " ".join(rng.sample(pool, 2))
-        if title not in titles:
-            titles.append(title)
-    rows = []
-    for i, title in enumerate(titles):
-        kind, other = rng.choice(KINDS), rng.choice(titles)
-        text = (
-            f"{title} is a {kind} first recorded in the year {rng.randint(900, 1900)}. "
-            f"Chroniclers compare it with {other}, and it is known for {rng.choice(pool)} lore."
-        )
-        rows.append({"id": f"doc{i}", "contents": f"{title}\n{text}"})
-    return rows
-
-
-def shared_index(tmp_path_factory):
-    """(corpus rows, index dir), built once per session even when several modules ask."""
-    pytest.importorskip("pyserini", reason="pyserini is not installed (pyserini==1.6.0)")
-    root = tmp_path_factory.getbasetemp() / "bm25"
-    rows = make_corpus()
-    index_dir = root / "index"
-    if not index_dir.exists():
-        root.mkdir(exist_ok=True)
-        corpus = root / "corpus" / "wiki.jsonl"
-        corpus.parent.mkdir()
-        corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        build_index(corpus, index_dir, threads=2)
-    return rows, index_dir
-
-
-@pytest.fixture(scope="session")
-def bm25_index(tmp_path_factory):
-    return shared_index(tmp_path_factory)
-
-
-@pytest.fixture(scope="session")
-def searcher(bm25_index):
-    from drmas.retrieval.searcher import BM25Searcher
-
-    with BM25Searcher(bm25_index[1]) as s:
-        yield s
-
+from conftest import N_DOCS, make_corpus
 
 def test_format_docs_is_search_r1_style():
     hits = [Hit("a", "Alpha", "First text.", 2.0), Hit("b", "Beta", "Line one\nline two", 1.0)]

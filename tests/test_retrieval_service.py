@@ -16,28 +16,13 @@ import pytest
 
 from drmas.errors import DrmasError
 from drmas.retrieval.client import RetrievalClient, make_retriever
-from test_retrieval import shared_index  # one index per session, shared with test_retrieval
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    return shared_index(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def searcher(index):
-    from drmas.retrieval.searcher import BM25Searcher
-
-    with BM25Searcher(index[1]) as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
-def service(index):
-    from drmas.retrieval.searcher import BM25Searcher
+def service(searcher):
     from drmas.retrieval.server import RetrievalServer
 
-    with BM25Searcher(index[1]) as s, RetrievalServer(s, port=0, threads=2).start() as server:
+    with RetrievalServer(searcher, port=0, threads=2).start() as server:
         yield server
 
 
@@ -56,10 +41,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_serve_runs_as_its_own_process(index, searcher, tmp_path):
+def test_serve_runs_as_its_own_process(bm25_index, searcher, tmp_path):
     """`serve()` (what `drmas serve` runs) answers like the in-process searcher; Ctrl-C stops it."""
     port = free_port()
-    code = f"from drmas.retrieval.server import serve; serve({str(index[1])!r}, port={port})"
+    code = f"from drmas.retrieval.server import serve; serve({str(bm25_index[1])!r}, port={port})"
     log = tmp_path / "serve.log"
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "-c", code], stdout=out, stderr=subprocess.STDOUT)
@@ -68,7 +53,7 @@ def test_serve_runs_as_its_own_process(index, searcher, tmp_path):
         deadline = time.monotonic() + 90
         while True:
             try:
-                assert client.health()["num_docs"] == len(index[0])
+                assert client.health()["num_docs"] == len(bm25_index[0])
                 break
             except DrmasError:
                 assert proc.poll() is None, log.read_text()
@@ -91,8 +76,8 @@ def test_health(service):
     assert RetrievalClient(service.url).health()["status"] == "ok"
 
 
-def test_concurrent_clients_get_the_in_process_results(index, searcher, service):
-    rows, _ = index
+def test_concurrent_clients_get_the_in_process_results(bm25_index, searcher, service):
+    rows, _ = bm25_index
     titles = [r["contents"].split("\n")[0] for r in rows]
     mixed = [f"{a.split()[0]} {b.split()[-1]} lore" for a, b in zip(titles, titles[100:])]
     queries = (titles + mixed)[:500]
