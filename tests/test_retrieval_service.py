@@ -195,3 +195,24 @@ def test_client_retries_server_errors_then_succeeds():
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_local_service_child_matches_in_process(bm25_index, searcher):
+    """The trainer's retriever: `drmas serve` in a child process, same results as in-process."""
+    from drmas.retrieval.local import LocalService
+
+    rows, index_dir = bm25_index
+    queries = [r["contents"].split("\n")[0] for r in rows[:20]]
+    with LocalService(index_dir) as service:
+        got = service.batch_search(queries, k=3)
+        proc = service._proc
+    assert [[h.docid for h in hits] for hits in got] == \
+        [[h.docid for h in hits] for hits in searcher.batch_search(queries, k=3)]
+    assert proc.poll() is not None                     # closed with its context
+
+
+def test_local_service_bad_index_fails_clearly(tmp_path):
+    from drmas.retrieval.local import LocalService
+
+    with pytest.raises(DrmasError, match="retrieval service exited at start"):
+        LocalService(tmp_path / "no_index", startup_timeout_s=60)

@@ -20,15 +20,18 @@ def derived_seed(*parts) -> int:
 
 
 def make_retriever_for(suite, index: str | None = None, url: str | None = None):
-    """The retriever a searching MAS uses: a URL (HTTP service) or an in-process index."""
+    """The retriever a searching MAS uses: a service at `url`, or a private service over
+    `index` in a child process (never a JVM inside a process that runs Ray: see
+    drmas/retrieval/local.py)."""
     if not suite.retrieval:
         return None
     from drmas.errors import ConfigError
-    from drmas.retrieval.client import make_retriever
+    from drmas.retrieval.client import RetrievalClient
+    from drmas.retrieval.local import LocalService
 
     if not (index or url):
         raise ConfigError(f"suite {suite.name!r} searches an index: pass --index or --retriever-url")
-    return make_retriever(index_dir=None if url else index, url=url)
+    return RetrievalClient(url) if url else LocalService(index)
 
 
 def build_orchestra(suite, retriever=None):
