@@ -10,7 +10,7 @@ def test_same_config_and_seed_give_identical_scores(tiny_model_dir, math_rows, t
     cfg = make_config(tiny_model_dir)
     test = [r for r in math_rows if r["split"] == "test"]
     a = evaluate(cfg, math_suite(), "shared", test, tmp_path / "a", seed=0)
-    b = evaluate(cfg, math_suite(), "shared", test, tmp_path / "b", seed=0)
+    evaluate(cfg, math_suite(), "shared", test, tmp_path / "b", seed=0)
     assert (tmp_path / "a" / "scores.json").read_bytes() == (tmp_path / "b" / "scores.json").read_bytes()
     assert (tmp_path / "a" / "samples.jsonl").read_bytes() == (tmp_path / "b" / "samples.jsonl").read_bytes()
     samples = [json.loads(l) for l in (tmp_path / "a" / "samples.jsonl").read_text().splitlines()]

@@ -33,6 +33,7 @@ from drmas.errors import DataError, DrmasError
 Trace = tuple[str, list[dict], str]          # (agent, prompt messages, response text)
 
 MISTAKES = ("early_answer", "extra_search", "wrong_query", "wrong_answer", "broken_format")
+BOOST = 3   # extra copies of each clean episode's first query and answer (see search_traces)
 AGENTS = {a.name: a for a in (Verifier(), Searcher(), Answerer())}
 
 
@@ -161,8 +162,23 @@ def simulate(rows: list[dict], seed: int, mistake_rate: float, retriever,
     return demos
 
 
+def key_traces(demo: Demo) -> list[Trace]:
+    """The demonstrations a small model learns last, from a clean episode: the first query
+    (the entity's name, copied from the question) and the gold answer (copied from the
+    documents). Empty for an episode with a mistake or a retrieval miss."""
+    if demo.mistake is not None:
+        return []
+    first = next((t for t in demo.traces if t[0] == "searcher"), None)
+    return [t for t in demo.traces if t is first or t[0] == "answerer"]
+
+
 def search_traces(rows: list[dict], seed: int, mistake_rate: float, retriever,
-                  max_turns: int = 4, topk: int = 3) -> list[Trace]:
-    """(agent, prompt messages, response) demonstrations of the Verifier, Searcher and Answerer."""
+                  max_turns: int = 4, topk: int = 3, boost: int = BOOST) -> list[Trace]:
+    """(agent, prompt messages, response) demonstrations of the Verifier, Searcher and Answerer.
+
+    Each episode's traces are followed by `boost` extra copies of its `key_traces`: without
+    them a tiny model warm-started for a few hundred steps writes well-formed tags but rarely
+    copies the name into its first query, so the MAS never succeeds and RL gets no signal.
+    """
     demos = simulate(rows, seed, mistake_rate, retriever, max_turns=max_turns, topk=topk)
-    return [trace for demo in demos for trace in demo.traces]
+    return [trace for demo in demos for trace in demo.traces + boost * key_traces(demo)]
