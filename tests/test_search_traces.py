@@ -4,7 +4,7 @@ import pytest
 
 from drmas.agents.search import Answerer, Searcher, SearchEpisode, Verifier
 from drmas.data.prepare import prepare_rows
-from drmas.data.search_traces import MISTAKES, search_traces, simulate
+from drmas.data.search_traces import BOOST, MISTAKES, key_traces, search_traces, simulate
 from drmas.data.traces import TRACE_BUILDERS
 from drmas.errors import DataError, DrmasError
 from test_knowledge import SPEC, knowledge_index  # one index per session, shared
@@ -41,8 +41,11 @@ def test_traces_use_the_agents_prompts(train_rows, searcher):
             assert prompt == agents[agent].prompt(replay)       # what the agent sees at RL time
             if agent == "searcher":
                 replay.history.append(next(history))
+    raw = search_traces(train_rows[:40], seed=0, mistake_rate=0.3, retriever=searcher, boost={})
+    assert raw == [t for d in demos for t in d.traces]
     flat = search_traces(train_rows[:40], seed=0, mistake_rate=0.3, retriever=searcher)
-    assert flat == [t for d in demos for t in d.traces]
+    assert flat == [t for d in demos
+                    for t in d.traces + [k for k in key_traces(d) for _ in range(BOOST[k[0]])]]
     assert TRACE_BUILDERS["search"](train_rows[:40], seed=0, mistake_rate=0.3, retriever=searcher) == flat
 
 
@@ -68,3 +71,21 @@ def test_correct_traces_search_the_hops_and_answer_gold(train_rows, searcher):
         assert agent == "answerer" and response == f"<answer> {row['answers'][0]} </answer>"
         assert row["answers"][0] in prompt[-1]["content"]          # the answer was retrieved
         assert all(Verifier().parse(r).valid for a, _, r in traces if a == "verifier")
+
+
+def test_boost_repeats_clean_first_queries_and_gold_answers(train_rows, searcher):
+    demos = simulate(train_rows[:80], seed=0, mistake_rate=0.3, retriever=searcher)
+    assert min(BOOST.values()) >= 1
+    for demo in demos:
+        key = key_traces(demo)
+        if demo.mistake is not None:
+            assert key == []
+            continue
+        assert [a for a, _, _ in key] == ["searcher", "answerer"]
+        (_, s_prompt, query), (_, _, answer) = key
+        assert query == f"<search> {demo.row['hops'][0]} </search>"
+        assert "No searches yet." in s_prompt[-1]["content"]        # the first turn
+        assert answer == f"<answer> {demo.row['answers'][0]} </answer>"
+    flat = search_traces(train_rows[:80], seed=0, mistake_rate=0.3, retriever=searcher)
+    first = sum(a == "searcher" and "No searches yet." in m[-1]["content"] for a, m, _ in flat)
+    assert first / len(flat) > 0.4           # vs about 0.15 without the boost

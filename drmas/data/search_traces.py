@@ -18,6 +18,11 @@ sometimes wrong and RL has something to improve:
 - wrong_answer: the information is there but the answer is a distractor;
 - broken_format: one output without its tag (an answer, a query or a "yes" verdict).
 An episode whose needed document the retriever never returns is labelled `retrieval_miss`.
+
+The two copying steps a tiny model learns last (the first query: the entity's name, copied
+from the question; the answer, copied from the documents) are oversampled: `search_traces`
+repeats them from every clean episode (BOOST), so that a warm start of a few hundred steps
+already succeeds sometimes and RL has a signal.
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ from drmas.errors import DataError, DrmasError
 Trace = tuple[str, list[dict], str]          # (agent, prompt messages, response text)
 
 MISTAKES = ("early_answer", "extra_search", "wrong_query", "wrong_answer", "broken_format")
-BOOST = 3   # extra copies of each clean episode's first query and answer (see search_traces)
+# Extra copies of each clean episode's first query and gold answer, per agent (see search_traces).
+BOOST = {"searcher": 14, "answerer": 5}
 AGENTS = {a.name: a for a in (Verifier(), Searcher(), Answerer())}
 
 
@@ -173,12 +179,15 @@ def key_traces(demo: Demo) -> list[Trace]:
 
 
 def search_traces(rows: list[dict], seed: int, mistake_rate: float, retriever,
-                  max_turns: int = 4, topk: int = 3, boost: int = BOOST) -> list[Trace]:
+                  max_turns: int = 4, topk: int = 3, boost: dict | None = None) -> list[Trace]:
     """(agent, prompt messages, response) demonstrations of the Verifier, Searcher and Answerer.
 
-    Each episode's traces are followed by `boost` extra copies of its `key_traces`: without
+    Each episode's traces are followed by extra copies of its `key_traces`, `boost[agent]`
+    of each (default BOOST; `{}` for none): without
     them a tiny model warm-started for a few hundred steps writes well-formed tags but rarely
     copies the name into its first query, so the MAS never succeeds and RL gets no signal.
     """
     demos = simulate(rows, seed, mistake_rate, retriever, max_turns=max_turns, topk=topk)
-    return [trace for demo in demos for trace in demo.traces + boost * key_traces(demo)]
+    boost = BOOST if boost is None else boost
+    return [trace for demo in demos
+            for trace in demo.traces + [t for t in key_traces(demo) for _ in range(boost.get(t[0], 0))]]
