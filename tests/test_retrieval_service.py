@@ -2,7 +2,6 @@
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -15,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from drmas.errors import DrmasError
+from drmas.net import free_port
 from drmas.retrieval.client import RetrievalClient, make_retriever
 
 
@@ -33,12 +33,6 @@ def post(url: str, body: bytes) -> tuple[int, dict]:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as err:
         return err.code, json.loads(err.read())
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_serve_runs_as_its_own_process(bm25_index, searcher, tmp_path):

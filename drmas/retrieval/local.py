@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ctypes
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,14 +17,9 @@ import time
 from pathlib import Path
 
 from drmas.errors import DrmasError
+from drmas.net import free_port
 from drmas.retrieval.client import RetrievalClient
 from drmas.retrieval.searcher import Hit
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _die_with_parent() -> None:

@@ -62,11 +62,17 @@ def read_state(path: Path) -> dict:
     return json.loads((Path(path) / STATE).read_text())
 
 
-def latest(out: Path) -> Path | None:
-    """The newest complete checkpoint of a run (by step), or None."""
+def complete(out: Path) -> list[Path]:
+    """The run's complete checkpoints (those with their state file), oldest step first."""
     done = [p.parent for p in (Path(out) / "checkpoints").glob(f"step*/{STATE}")
             if p.parent.name[4:].isdigit()]
-    return max(done, key=lambda p: int(p.name[4:]), default=None)
+    return sorted(done, key=lambda p: int(p.name[4:]))
+
+
+def latest(out: Path) -> Path | None:
+    """The newest complete checkpoint of a run (by step), or None."""
+    done = complete(out)
+    return done[-1] if done else None
 
 
 def finished(out: Path, steps: int) -> bool:
@@ -88,9 +94,7 @@ def prune(out: Path, keep: int = 2) -> None:
     root = Path(out) / "checkpoints"
     for stale in root.glob("*.tmp"):
         shutil.rmtree(stale, ignore_errors=True)
-    done = sorted((p.parent for p in root.glob(f"step*/{STATE}") if p.parent.name[4:].isdigit()),
-                  key=lambda p: int(p.name[4:]))
-    for p in done[:-keep]:
+    for p in complete(out)[:-keep]:
         shutil.rmtree(p, ignore_errors=True)
 
 

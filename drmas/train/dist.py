@@ -8,7 +8,6 @@ Every helper also works with world = 1 and no process group, so the single-worke
 from __future__ import annotations
 
 import math
-import socket
 from datetime import timedelta
 
 import torch
@@ -19,13 +18,6 @@ from torch.distributed.checkpoint.state_dict import (StateDictOptions, get_model
                                                      set_optimizer_state_dict)
 
 from drmas.algos.loss import grad_norm_and_clip
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now (the rendezvous port of a new group)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
 
 
 def backend_for(device: torch.device) -> str:

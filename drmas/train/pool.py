@@ -122,7 +122,7 @@ class _Actor:
     def address(self) -> tuple[str, int]:
         import ray
 
-        from drmas.train.dist import free_port
+        from drmas.net import free_port
 
         return ray.util.get_node_ip_address(), free_port()
 
