@@ -15,12 +15,15 @@ from drmas.errors import DrmasError
 
 
 def _config(args):
-    """The profile config; `--threads` (Snakemake's grant for the job) overrides `threads`."""
+    """The profile config, with the `suite_overrides` of `--suite` (when the command takes
+    one) applied; `--threads` (Snakemake's grant for the job) overrides `threads`."""
     import dataclasses
 
     from drmas.config import load
 
     cfg = load(args.config)
+    if getattr(args, "suite", None):
+        cfg = cfg.for_suite(_suite(args).name)
     threads = getattr(args, "threads", None)
     return dataclasses.replace(cfg, threads=threads) if threads else cfg
 

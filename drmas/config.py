@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -25,6 +26,7 @@ class TrainConfig:
     group_n: int = 8
     ppo_mini_batches: int = 2
     micro_batch_rows: int = 128
+    micro_batch_tokens: int = 2048       # padded tokens per forward/backward (rows sorted by length)
     lr: float = 1e-6
     weight_decay: float = 0.01
     clip_low: float = 0.2
@@ -122,6 +124,22 @@ class Config:
 
     def dataset_key(self, suite: str) -> str:
         return self.datasets.get(suite, self.profile)
+
+    def for_suite(self, suite: str) -> "Config":
+        """The config a job of `suite` runs with: `suite_overrides.<suite>` merged key by key
+        into `tokenizer`, `warmstart`, `train`, `eval` and `agents` (per agent). One profile can
+        so give, e.g., the search suite a longer warm start than math."""
+        over = (self.raw.get("suite_overrides") or {}).get(suite)
+        if not over:
+            return self
+        raw = copy.deepcopy(self.raw)
+        for key, block in over.items():
+            if key == "agents":
+                raw["agents"] = {a: {**raw.get("agents", {}).get(a, {}), **block.get(a, {})}
+                                 for a in dict.fromkeys([*raw.get("agents", {}), *block])}
+            else:
+                raw[key] = {**raw.get(key, {}), **block}
+        return dataclasses.replace(from_dict(raw), threads=self.threads)
 
 
 def _one_line_schema_error(err) -> str:

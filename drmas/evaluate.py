@@ -36,6 +36,18 @@ def cap_per_source(rows: list[dict], cap: int | None) -> list[dict]:
     return out
 
 
+def behaviour(samples: pd.DataFrame, info_keys) -> dict:
+    """Mean per episode of the MAS's numeric episode stats (e.g. the search MAS's
+    `searched_before_answer`, `searches`), per data_source and overall: how the agents route,
+    beside how often they succeed."""
+    keys = [k for k in info_keys if k in samples and pd.api.types.is_numeric_dtype(samples[k])]
+    if not keys:
+        return {}
+    per_source = samples.groupby("data_source")[keys].mean()
+    return {"overall": samples[keys].mean().round(4).to_dict(),
+            "per_source": {src: row.round(4).to_dict() for src, row in per_source.iterrows()}}
+
+
 def group_paths(cfg: Config, suite: Suite, assignment: str, run_dir: str | Path | None) -> dict:
     """{group: (model path, agents)}: a run's final weights, or the warm-started models."""
     plan = plan_groups(cfg, assignment, suite.agents)
@@ -73,7 +85,9 @@ def evaluate(cfg: Config, suite: Suite, assignment: str, problems: list[dict], o
     with open(out / "samples.jsonl", "w") as f:
         for s in samples:
             f.write(json.dumps(s) + "\n")
-    scores = aggregate(pd.DataFrame(samples), k=n)
+    table = pd.DataFrame(samples)
+    scores = aggregate(table, k=n)
+    scores["behaviour"] = behaviour(table, info_keys=episodes[0].info if samples else {})
     scores["n"] = n
     scores["meta"] = meta or {}
     (out / "scores.json").write_text(json.dumps(scores, indent=1, sort_keys=True))

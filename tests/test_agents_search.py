@@ -46,7 +46,7 @@ def test_prompts_carry_question_and_history():
                        f"</information>\n<search> zzz </search>\n<information>{NO_HITS}</information>")
     for agent, tag in ((Verifier(), "<verify>"), (Searcher(), "<search>"), (Answerer(), "<answer>")):
         text = agent.prompt(ep)[-1]["content"]
-        assert text.startswith("Question: Where was Varo born?\n") and history in text and tag in text
+        assert text.startswith(history + "\nQuestion: Where was Varo born?\n") and tag in text
 
 
 class FakeRetriever:
@@ -68,7 +68,8 @@ def scripted(script):
         log.append((agent, len(prompts)))
         out = []
         for p in prompts:
-            question = p[-1]["content"].split("\n")[0].removeprefix("Question: ")
+            question = next(line for line in p[-1]["content"].split("\n")
+                            if line.startswith("Question: ")).removeprefix("Question: ")
             out.append(SimpleNamespace(text=script[question][agent].pop(0)))
         return out
     return act, log

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from drmas.data.io import validate_prepared
-from drmas.data.knowledge import MAX_DOC_WORDS, build_kb, documents, generate
+from drmas.data.knowledge import ATTRS, build_kb, documents, generate
 from drmas.data.prepare import prepare_corpus, prepare_rows
 from drmas.errors import ConfigError
 from drmas.rewards.qa import normalize_answer
@@ -50,15 +50,16 @@ def test_same_seed_same_kb_rows_and_corpus(rows):
     assert prepare_rows(SPEC, seed=1) != rows
 
 
-def test_corpus_form_and_entity_count():
-    docs = documents(build_kb(120, seed=0))
-    assert len(docs) == 120 and len(documents(build_kb(40, seed=0))) == 40
+def test_corpus_form_one_passage_per_fact():
+    kb = build_kb(120, seed=0)
+    docs = documents(kb)
+    assert len(docs) == sum(len(ATTRS[e.kind]) for e in kb.values())
+    assert len({e.kind for e in kb.values()}) == 4 and len(kb) == 120
     titles = [d["contents"].split("\n")[0] for d in docs]
     assert len(set(titles)) == len(titles) and len({d["id"] for d in docs}) == len(docs)
     for d in docs:
         title, text = d["contents"].split("\n")
-        assert isinstance(d["id"], str) and text.startswith(title)
-        assert len(text.split()) <= MAX_DOC_WORDS
+        assert isinstance(d["id"], str) and text.startswith(f"The {title} is ") and text.endswith(".")
     with pytest.raises(ConfigError):
         build_kb(5)
 
@@ -78,7 +79,7 @@ def test_every_answer_is_stated_in_the_last_hop_document(rows, texts):
     for r in rows:
         assert len(r["hops"]) == {"kb-single": 1, "kb-multi": 2}[r["data_source"]]
         assert normalize_answer(r["answers"][0]) in texts[r["hops"][-1]], r
-        assert r["hops"][0] in r["question"]
+        assert r["hops"][0] in r["question"]                     # the first query is in it
         assert normalize_answer(r["answers"][0]) not in map(normalize_answer, r["distractors"])
 
 
@@ -86,9 +87,9 @@ def test_multi_hop_needs_two_different_documents(rows, texts):
     multi = [r for r in rows if r["data_source"] == "kb-multi"]
     for r in multi:
         first, second = r["hops"]
-        assert first != second == r["bridge"]
-        assert normalize_answer(second) in texts[first]          # doc 1 names the bridge ...
-        assert second not in r["question"]                       # ... which the question does not
+        assert first != second and second.endswith(f" of {r['bridge']}")
+        assert normalize_answer(r["bridge"]) in texts[first]     # doc 1 names the bridge ...
+        assert r["bridge"] not in r["question"]                  # ... which the question does not
         assert normalize_answer(r["answers"][0]) != normalize_answer(first)
     # in most questions the answer is not in the first document: it takes the second lookup
     alone = sum(normalize_answer(r["answers"][0]) in texts[r["hops"][0]] for r in multi)

@@ -68,12 +68,16 @@ def test_correct_traces_search_the_hops_and_answer_gold(train_rows, searcher):
         queries = [Searcher().parse(r).value for a, _, r in traces if a == "searcher"]
         assert queries == row["hops"][:len(queries)] and len(queries) <= len(row["hops"])
         agent, prompt, response = traces[-1]
-        assert agent == "answerer" and response == f"<answer> {row['answers'][0]} </answer>"
+        gold = row["answers"][0]
+        assert agent == "answerer" and response == f"The {row['hops'][-1]} is {gold}. <answer> {gold} </answer>"
+        if len(row["hops"]) == 2:                 # the second query states the bridge fact first
+            second = [r for a, _, r in traces if a == "searcher"][1]
+            assert second == f"The {row['hops'][0]} is {row['bridge']}. <search> {row['hops'][1]} </search>"
         assert row["answers"][0] in prompt[-1]["content"]          # the answer was retrieved
         assert all(Verifier().parse(r).valid for a, _, r in traces if a == "verifier")
 
 
-def test_boost_repeats_clean_first_queries_and_gold_answers(train_rows, searcher):
+def test_boost_repeats_clean_queries_and_gold_answers(train_rows, searcher):
     demos = simulate(train_rows[:80], seed=0, mistake_rate=0.3, retriever=searcher)
     assert min(BOOST.values()) >= 1
     for demo in demos:
@@ -81,11 +85,13 @@ def test_boost_repeats_clean_first_queries_and_gold_answers(train_rows, searcher
         if demo.mistake is not None:
             assert key == []
             continue
-        assert [a for a, _, _ in key] == ["searcher", "answerer"]
-        (_, s_prompt, query), (_, _, answer) = key
-        assert query == f"<search> {demo.row['hops'][0]} </search>"
+        hops = demo.row["hops"]
+        assert [a for a, _, _ in key] == ["searcher"] * len(hops) + ["answerer"]
+        (_, s_prompt, query) = key[0]
+        assert query == f"<search> {hops[0]} </search>"
         assert "No searches yet." in s_prompt[-1]["content"]        # the first turn
-        assert answer == f"<answer> {demo.row['answers'][0]} </answer>"
+        assert key[-1][2].endswith(f"<answer> {demo.row['answers'][0]} </answer>")
+    raw = search_traces(train_rows[:80], seed=0, mistake_rate=0.3, retriever=searcher, boost={})
     flat = search_traces(train_rows[:80], seed=0, mistake_rate=0.3, retriever=searcher)
-    first = sum(a == "searcher" and "No searches yet." in m[-1]["content"] for a, m, _ in flat)
-    assert first / len(flat) > 0.4           # vs about 0.15 without the boost
+    share = [sum(a == "answerer" for a, _, _ in t) / len(t) for t in (raw, flat)]
+    assert share[1] > 1.5 * share[0]

@@ -8,6 +8,7 @@ from safetensors.torch import load_file
 
 from drmas.config import ResourceConfig, TrainConfig
 from drmas.rollout.base import Sampling
+from drmas.train.logprobs import length_chunks
 from drmas.train.workers import LocalGroup, minibatches, rank_chunks
 
 AGENTS = ["solver", "verifier"]
@@ -36,6 +37,27 @@ def test_rank_chunks_cover_rows_with_equal_counts(n, world, size):
     assert all(len(c) <= size for p in plans for c in p)
     if world == 1:
         assert plans[0] == [idx[j:j + size] for j in range(0, n, size)]
+
+
+@pytest.mark.parametrize("world", [1, 2, 3])
+def test_rank_chunks_by_length_bound_padding(world):
+    rng = random.Random(world)
+    lengths = [rng.randint(5, 300) for _ in range(40)]
+    idx = list(range(3, 40, 2))                               # a mini-batch's agent rows
+    plans = [rank_chunks(idx, r, world, 6, lengths, 600) for r in range(world)]
+    assert len({len(p) for p in plans}) == 1
+    assert sorted(i for p in plans for c in p for i in c) == idx
+    for chunk in (c for p in plans for c in p if c):
+        assert len(chunk) <= 6
+        assert len(chunk) == 1 or len(chunk) * max(lengths[i] for i in chunk) <= 600
+
+
+def test_length_chunks_sorted_and_within_budget():
+    lengths = [50, 10, 400, 10, 30, 700, 20]
+    chunks = length_chunks(lengths, max_rows=3, max_tokens=100)
+    assert [lengths[i] for c in chunks for i in c] == sorted(lengths)   # shortest first
+    assert chunks == [[1, 3, 6], [4, 0], [2], [5]]                      # 700 > 100: alone
+    assert length_chunks([], 4, 100) == []
 
 
 def test_minibatches_partition_and_repeat():

@@ -59,8 +59,9 @@ def test_default_dry_run_job_counts(workflow):
     assert proc.returncode == 0, out
     counts = {line.split()[0]: int(line.split()[1]) for line in out.splitlines()
               if len(line.split()) == 2 and line.split()[1].isdigit()}
-    assert counts["train"] == 6 and counts["evaluate_run"] == 6 and counts["evaluate_base"] == 3
-    assert counts["warmstart"] == 2
+    # two suites (math, search) x 3 assignments x 2 methods; small + medium per suite
+    assert counts["train"] == 12 and counts["evaluate_run"] == 12 and counts["evaluate_base"] == 6
+    assert counts["warmstart"] == 4 and counts["index"] == 1 and counts["prepare"] == 2
 
 
 @pytest.mark.parametrize("override,fragment", [

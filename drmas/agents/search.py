@@ -58,12 +58,18 @@ def render_history(episode: Episode) -> str:
 
 
 class _SearchAgent(Agent):
-    """Prompt = the question, the shared history, then this role's instruction."""
+    """Prompt = the shared history, then the question, then this role's instruction.
+
+    The question comes after the history (Search-R1 puts it first) so that it sits next to
+    the instruction and the reply: the searcher copies its words, and a tiny model's
+    attention reaches a near span far more easily than one a few hundred tokens back (the
+    first query was right in 43% of episodes with the question first and 94% after).
+    """
 
     instruction = ""
 
     def user_text(self, episode: Episode) -> str:
-        return f"Question: {episode.problem['question']}\n{render_history(episode)}\n{self.instruction}"
+        return f"{render_history(episode)}\nQuestion: {episode.problem['question']}\n{self.instruction}"
 
 
 @register("search.verifier")
@@ -81,7 +87,7 @@ class Verifier(_SearchAgent):
 @register("searcher")
 class Searcher(_SearchAgent):
     name = "searcher"
-    instruction = "Search for the missing information. Reply <search> name to look up </search>."
+    instruction = "Search for the missing information: state what you know, then <search> query </search>."
 
     def parse(self, text: str) -> Action:
         query = " ".join((last_tag(text, "search") or "").split())
@@ -91,7 +97,7 @@ class Searcher(_SearchAgent):
 @register("answerer")
 class Answerer(_SearchAgent):
     name = "answerer"
-    instruction = "Answer the question in a few words. Reply <answer> answer </answer>."
+    instruction = "Answer the question: state the fact, then <answer> answer </answer>."
 
     def parse(self, text: str) -> Action:
         answer = last_tag(text, "answer")

@@ -2,22 +2,25 @@
 
 The search suite needs facts a model cannot know from pretraining, so that answering takes
 retrieval: made-up people, organisations, cities and countries with attributes (birth year,
-occupation, founding year, river) and relations (born in, works for, located in, founded by,
-capital, leader). Names are built from a few short syllables, which a small BPE tokenizer
-learns as a handful of pieces.
+occupation, founding year, river) and relations (birthplace, employer, location, founder,
+country, capital, leader). Names are built from a few short syllables.
 
-Each entity is one document in Search-R1's wiki-18 form `{"id", "contents": "Title\\ntext"}`
-whose title is the entity's name and whose short text (at most MAX_DOC_WORDS words: tiny
-models have a 512-token context and read top-k documents per search) states all its facts.
+The corpus has one short passage per fact, in Search-R1's wiki-18 form
+`{"id", "contents": "Title\\ntext"}`: title "founder of Tobel Society", text "The founder of
+Tobel Society is Fitum Dufi." (wiki-18's passages are 100-word chunks; ours are one sentence,
+because the tiny models read top-k of them per search in a 512-token context). Questions and
+passages name a fact with the same words, as an encyclopedia's infobox does, so a searcher can
+find a fact by copying its words from the question, and an answerer by matching them.
 
 Questions come in two data_sources:
-- single-hop (`hops: 1`): one lookup, "In which city was Varo Telmin born?";
-- multi-hop (`hops: 2`): a relation, then an attribute of the entity it leads to,
-  "In which city is the organisation that Varo Telmin works for located?".
+- single-hop (`hops: 1`): one lookup, "What is the birthplace of Varo Telmin?";
+- multi-hop (`hops: 2`): a relation, then a fact of the entity it leads to, "What is the
+  location of the employer of Varo Telmin?" (look up "employer of Varo Telmin", read the
+  organisation's name, look up "location of <organisation>").
 
 Prepared rows carry, beside the contract fields, what the warm-start trace builder needs:
-`hops` (the titles to look up, in order), `bridge` (the answer of the first hop, None for
-single-hop) and `distractors` (wrong answers of the right type, for deliberate mistakes).
+`hops` (the titles of the passages to look up, in order), `bridge` (the answer of the first
+hop, None for single-hop) and `distractors` (wrong answers of the right type).
 """
 
 from __future__ import annotations
@@ -27,8 +30,6 @@ from dataclasses import dataclass, field
 
 from drmas.data.prepare import corpus, generator
 from drmas.errors import ConfigError
-
-MAX_DOC_WORDS = 30
 
 ONSETS = "b d f g h k l m n p r s t v z".split()
 VOWELS = "a e i o u".split()
@@ -44,45 +45,19 @@ KIND_SHARES = {"person": 0.6, "org": 0.2, "city": 0.15, "country": 0.05}
 
 # Attribute -> value type, per entity kind. Types that are entity kinds are relations.
 ATTRS = {
-    "person": {"birthplace": "city", "born": "year", "occupation": "occupation", "employer": "org"},
-    "org": {"city": "city", "founded": "year", "founder": "person"},
-    "city": {"country": "country", "founded": "year", "river": "river"},
+    "person": {"birthplace": "city", "birth year": "year", "occupation": "occupation", "employer": "org"},
+    "org": {"location": "city", "founding year": "year", "founder": "person"},
+    "city": {"country": "country", "founding year": "year", "river": "river"},
     "country": {"capital": "city", "leader": "person"},
 }
 
-# The question asking for an attribute of X (X: a name, or a noun phrase for multi-hop).
-ASK = {
-    ("person", "birthplace"): "In which city was {x} born?",
-    ("person", "born"): "In which year was {x} born?",
-    ("person", "occupation"): "What is the occupation of {x}?",
-    ("person", "employer"): "Which organisation does {x} work for?",
-    ("org", "city"): "In which city is {x} located?",
-    ("org", "founded"): "In which year was {x} founded?",
-    ("org", "founder"): "Who founded {x}?",
-    ("city", "country"): "In which country is {x}?",
-    ("city", "founded"): "In which year was {x} founded?",
-    ("city", "river"): "On which river does {x} lie?",
-    ("country", "capital"): "What is the capital of {x}?",
-    ("country", "leader"): "Who leads {x}?",
-}
+FACT = "{attr} of {x}"                 # a passage's title, and a multi-hop question's first hop
+PASSAGE = "The {attr} of {x} is {value}."
 
-# The noun phrase naming the entity a relation of X leads to (the first hop of a question).
-VIA = {
-    ("person", "employer"): "the organisation that {x} works for",
-    ("person", "birthplace"): "the city where {x} was born",
-    ("org", "city"): "the city where {x} is located",
-    ("org", "founder"): "the founder of {x}",
-    ("city", "country"): "the country where {x} lies",
-    ("country", "capital"): "the capital of {x}",
-    ("country", "leader"): "the leader of {x}",
-}
 
-DOC = {
-    "person": "{name} is a {occupation} born in {born} in {birthplace}. {name} works for {employer}.",
-    "org": "{name} was founded in {founded} by {founder}. {name} is located in {city}.",
-    "city": "{name} is a city in {country}, founded in {founded}. {name} lies on the river {river}.",
-    "country": "{name} is a country. The capital of {name} is {capital} and its leader is {leader}.",
-}
+def ask(attr: str, x: str, vtype: str) -> str:
+    """'What is the birthplace of X?' ('Who is …' when the answer is a person)."""
+    return f"{'Who' if vtype == 'person' else 'What'} is the {FACT.format(attr=attr, x=x)}?"
 
 
 @dataclass
@@ -130,7 +105,7 @@ def build_kb(n_entities: int = 300, seed: int = 0) -> dict[str, Entity]:
 
     for i, city in enumerate(cities):   # round robin first: every country has a city
         country = countries[i] if i < len(countries) else rng.choice(countries)
-        city.attrs = {"country": country.name, "founded": str(rng.randint(900, 1600)),
+        city.attrs = {"country": country.name, "founding year": str(rng.randint(900, 1600)),
                       "river": rng.choice(rivers)}
     for country in countries:
         own = [c for c in cities if c.attrs["country"] == country.name]
@@ -138,24 +113,20 @@ def build_kb(n_entities: int = 300, seed: int = 0) -> dict[str, Entity]:
     born = {p.name: rng.randint(1700, 1950) for p in people}   # orgs founded by 2000
     for org in orgs:
         founder = rng.choice(people)
-        org.attrs = {"city": rng.choice(cities).name, "founder": founder.name,
-                     "founded": str(born[founder.name] + rng.randint(20, 50))}
+        org.attrs = {"location": rng.choice(cities).name, "founder": founder.name,
+                     "founding year": str(born[founder.name] + rng.randint(20, 50))}
     for person in people:
-        person.attrs = {"birthplace": rng.choice(cities).name, "born": str(born[person.name]),
+        person.attrs = {"birthplace": rng.choice(cities).name, "birth year": str(born[person.name]),
                         "occupation": rng.choice(OCCUPATIONS), "employer": rng.choice(orgs).name}
     return {e.name: e for e in countries + cities + orgs + people}
 
 
-def clip_words(text: str, limit: int = MAX_DOC_WORDS) -> str:
-    """At most `limit` words (the templates stay under it; this is the guard)."""
-    words = text.split()
-    return text if len(words) <= limit else " ".join(words[:limit])
-
-
 def documents(kb: dict[str, Entity]) -> list[dict]:
-    """One wiki-18 style document per entity: {"id", "contents": "Name\\ntext"}."""
-    return [{"id": str(i), "contents": f"{e.name}\n{clip_words(DOC[e.kind].format(name=e.name, **e.attrs))}"}
-            for i, e in enumerate(kb.values())]
+    """One wiki-18 style passage per fact: {"id", "contents": "attr of Name\\nThe attr of Name is value."}."""
+    facts = [(e.name, attr, value) for e in kb.values() for attr, value in e.attrs.items()]
+    return [{"id": str(i), "contents": f"{FACT.format(attr=attr, x=name)}\n"
+                                       f"{PASSAGE.format(attr=attr, x=name, value=value)}"}
+            for i, (name, attr, value) in enumerate(facts)]
 
 
 def _aliases(value: str, vtype: str) -> list[str]:
@@ -190,18 +161,20 @@ def questions(kb: dict[str, Entity], hops: int, rng: random.Random) -> list[dict
     out = []
     for e in kb.values():
         if hops == 1:
-            steps = [(e.name, None, e)]
-        else:
-            steps = [(VIA[e.kind, rel].format(x=e.name), kb[e.attrs[rel]].name, kb[e.attrs[rel]])
-                     for rel in ATTRS[e.kind] if (e.kind, rel) in VIA]
-        for phrase, bridge, target in steps:
+            steps = [(e.name, [], None, e)]
+        else:        # via a relation: "the employer of X" leads to the organisation's facts
+            steps = [("the " + FACT.format(attr=rel, x=e.name), [FACT.format(attr=rel, x=e.name)],
+                      e.attrs[rel], kb[e.attrs[rel]])
+                     for rel, vtype in ATTRS[e.kind].items() if vtype in KIND_SHARES]
+        for phrase, first, bridge, target in steps:
             for attr, vtype in ATTRS[target.kind].items():
                 value = target.attrs[attr]
                 if value == e.name:
                     continue
-                out.append({"question": ASK[target.kind, attr].format(x=phrase),
+                out.append({"question": ask(attr, phrase if bridge else e.name, vtype),
                             "answers": _aliases(value, vtype),
-                            "hops": [e.name] + ([bridge] if bridge else []), "bridge": bridge,
+                            "hops": first + [FACT.format(attr=attr, x=target.name)],
+                            "bridge": bridge,
                             "distractors": _distractors(value, vtype, kb, rng)})
     return out
 

@@ -4,25 +4,31 @@ Episodes are played turn by turn with the real agents' prompts (`Agent.prompt`) 
 retriever's documents, so the warm-started policy sees exactly what it will see during RL.
 All episodes advance together and each turn's queries go to the retriever as one batch.
 
-The expert behind the demonstrations reads the retrieved documents: it says "no" and searches
-the next title of the row's `hops` until every hop's document has come back, then says "yes"
-and answers with the gold answer. Single-hop: search the entity, answer. Multi-hop: search
-the entity, then the bridge entity its document names, answer.
+The expert behind the demonstrations reads the retrieved passages: it says "no" and searches
+the next title of the row's `hops` until every hop's passage has come back, then says "yes"
+and answers with the gold answer. Single-hop: search the fact ("capital of Tobinon"), answer.
+Multi-hop: search the first fact, then the fact of the bridge entity it names, answer.
 
 A share `mistake_rate` of episodes carries exactly one deliberate mistake, so the policy is
 sometimes wrong and RL has something to improve:
 - early_answer: "yes" before the information is there, then a wrong answer (in multi-hop,
   often the bridge entity, the classic two-hop error);
 - extra_search: "no" although the information is there; the query is repeated;
-- wrong_query: the first search looks up a wrong name, and one turn is lost;
+- wrong_query: a search looks up a wrong name, and one turn is lost;
 - wrong_answer: the information is there but the answer is a distractor;
 - broken_format: one output without its tag (an answer, a query or a "yes" verdict).
 An episode whose needed document the retriever never returns is labelled `retrieval_miss`.
 
-The two copying steps a tiny model learns last (the first query: the entity's name, copied
-from the question; the answer, copied from the documents) are oversampled: `search_traces`
-repeats them from every clean episode (BOOST), so that a warm start of a few hundred steps
-already succeeds sometimes and RL has a signal.
+The Searcher and the Answerer state the last fact they read before they act, as in "The
+capital of Tobinon is Zami. <search> founding year of Zami </search>" and "The founding year of
+Zami is 944. <answer> 944 </answer>". Writing "The capital of Tobinon is" copies words of the
+question; the next word then follows the same words in a retrieved passage, the one-step
+pattern match ("induction") a tiny transformer learns fastest. Answering bare, a warm-started
+answerer copied the right value in 6% of held-out questions; stating the fact first, 59%
+(answerer-only warm start, 300 steps, top-3 passages).
+
+The clean demonstrations of the Searcher and the Answerer are oversampled (BOOST), so that a
+warm start of a few hundred steps already succeeds often enough for RL to have a signal.
 """
 
 from __future__ import annotations
@@ -38,8 +44,8 @@ from drmas.errors import DataError, DrmasError
 Trace = tuple[str, list[dict], str]          # (agent, prompt messages, response text)
 
 MISTAKES = ("early_answer", "extra_search", "wrong_query", "wrong_answer", "broken_format")
-# Extra copies of each clean episode's first query and gold answer, per agent (see search_traces).
-BOOST = {"searcher": 14, "answerer": 5}
+# Extra copies of each clean episode's queries and gold answer, per agent (see search_traces).
+BOOST = {"searcher": 6, "answerer": 6}
 AGENTS = {a.name: a for a in (Verifier(), Searcher(), Answerer())}
 
 
@@ -87,6 +93,16 @@ class Demo:
     def wrong(self) -> str:
         return self.rng.choice(self.row["distractors"])
 
+    def last_fact(self) -> str:
+        """ "The <title> is <value>. " for the last hop retrieved so far ("" before any)."""
+        hops = self.row["hops"]
+        known = [i for i, t in enumerate(hops) if t in self.seen]
+        if not known:
+            return ""
+        i = known[-1]
+        value = self.row["answers"][0] if i == len(hops) - 1 else self.row["bridge"]
+        return f"The {hops[i]} is {value}. "
+
 
 def _verifier_text(demo: Demo, turn: int, max_turns: int) -> str:
     need = demo.needed()
@@ -107,8 +123,8 @@ def _searcher_text(demo: Demo) -> str:
     if need is not None and demo.take("wrong_query"):
         query = demo.wrong()
     if demo.broken == "searcher" and demo.take("broken_format"):
-        return query
-    return f"<search> {query} </search>"
+        return demo.last_fact() + query
+    return f"{demo.last_fact()}<search> {query} </search>"
 
 
 def _answerer_text(demo: Demo) -> str:
@@ -120,9 +136,10 @@ def _answerer_text(demo: Demo) -> str:
         answer = demo.wrong()
     else:
         answer = gold
+    fact = f"The {demo.row['hops'][-1]} is {answer}. "   # a guess, when answering early
     if demo.broken == "answerer" and demo.take("broken_format"):
-        return answer
-    return f"<answer> {answer} </answer>"
+        return fact
+    return f"{fact}<answer> {answer} </answer>"
 
 
 def simulate(rows: list[dict], seed: int, mistake_rate: float, retriever,
@@ -169,13 +186,12 @@ def simulate(rows: list[dict], seed: int, mistake_rate: float, retriever,
 
 
 def key_traces(demo: Demo) -> list[Trace]:
-    """The demonstrations a small model learns last, from a clean episode: the first query
-    (the entity's name, copied from the question) and the gold answer (copied from the
-    documents). Empty for an episode with a mistake or a retrieval miss."""
+    """The demonstrations a small model learns last, from a clean episode: its queries and
+    its gold answer (both copied from the question and the passages). Empty for an episode
+    with a mistake or a retrieval miss."""
     if demo.mistake is not None:
         return []
-    first = next((t for t in demo.traces if t[0] == "searcher"), None)
-    return [t for t in demo.traces if t is first or t[0] == "answerer"]
+    return [t for t in demo.traces if t[0] in ("searcher", "answerer")]
 
 
 def search_traces(rows: list[dict], seed: int, mistake_rate: float, retriever,
@@ -183,9 +199,9 @@ def search_traces(rows: list[dict], seed: int, mistake_rate: float, retriever,
     """(agent, prompt messages, response) demonstrations of the Verifier, Searcher and Answerer.
 
     Each episode's traces are followed by extra copies of its `key_traces`, `boost[agent]`
-    of each (default BOOST; `{}` for none): without
-    them a tiny model warm-started for a few hundred steps writes well-formed tags but rarely
-    copies the name into its first query, so the MAS never succeeds and RL gets no signal.
+    of each (default BOOST; `{}` for none): without them a tiny model warm-started for a few
+    hundred steps writes well-formed tags but rarely copies the right words, so the MAS
+    seldom succeeds and RL gets little signal.
     """
     demos = simulate(rows, seed, mistake_rate, retriever, max_turns=max_turns, topk=topk)
     boost = BOOST if boost is None else boost

@@ -12,7 +12,7 @@ import random
 import torch
 from tqdm import tqdm
 
-from drmas.train.logprobs import pack, response_logprobs
+from drmas.train.logprobs import length_chunks, pack, response_logprobs
 
 
 def encode_prompt(tokenizer, messages: list[dict]) -> list[int]:
@@ -26,11 +26,13 @@ def encode_response(tokenizer, text: str) -> list[int]:
 
 
 def sft(model, tokenizer, traces, *, steps: int, batch_size: int, lr: float, seed: int,
-        desc: str = "warmstart", bf16: bool = True) -> list[float]:
+        desc: str = "warmstart", bf16: bool = True, micro_batch_tokens: int = 1024) -> list[float]:
     """Train `model` in place on (agent, messages, response) traces; return per-step losses.
 
     AdamW with linear warm-up (5%) and cosine decay, gradient clipping at 1.0; bf16 autocast
-    (float32 master weights) by default, the biggest speed lever on CPU.
+    (float32 master weights) by default, the biggest speed lever on CPU. Each batch runs as
+    micro-batches of rows of similar length (`length_chunks`, at most `micro_batch_tokens`
+    padded tokens each); the loss is the mean over the whole batch's response tokens.
     """
     rng = random.Random(seed)
     torch.manual_seed(seed)
@@ -44,16 +46,21 @@ def sft(model, tokenizer, traces, *, steps: int, batch_size: int, lr: float, see
     bar = tqdm(range(steps), desc=desc, mininterval=5, leave=False)
     for _ in bar:
         batch = [data[rng.randrange(len(data))] for _ in range(batch_size)]
-        ids, attn, resp = pack([p for p, _ in batch], [r for _, r in batch], tokenizer.pad_token_id)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            logprobs, _ = response_logprobs(model, ids, attn)
-        loss = -(logprobs * resp).sum() / resp.sum()
+        n_tokens = sum(len(r) for _, r in batch)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        loss = 0.0
+        for chunk in length_chunks([len(p) + len(r) for p, r in batch], batch_size, micro_batch_tokens):
+            ids, attn, resp = pack([batch[i][0] for i in chunk], [batch[i][1] for i in chunk],
+                                   tokenizer.pad_token_id)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                logprobs, _ = response_logprobs(model, ids, attn)
+            part = -(logprobs * resp).sum() / n_tokens
+            part.backward()
+            loss += part.item()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
-        losses.append(loss.item())
+        losses.append(loss)
         bar.set_postfix(loss=f"{losses[-1]:.3f}", refresh=False)
     model.eval()
     return losses

@@ -32,7 +32,7 @@ from drmas.modeling import load_model, load_tokenizer
 from drmas.rollout.base import Generation, Sampling
 from drmas.rollout.hf import HFEngine
 from drmas.train import dist
-from drmas.train.logprobs import pack, response_logprobs
+from drmas.train.logprobs import length_chunks, pack, response_logprobs
 from drmas.train.sft import encode_prompt
 
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj"]
@@ -71,13 +71,22 @@ def minibatches(n_rows: int, n_mini: int, seed: int) -> list[list[int]]:
     return [order[i::n_mini] for i in range(n_mini)]
 
 
-def rank_chunks(idx: list[int], rank: int, world: int, size: int) -> list[list[int]]:
-    """This rank's micro-batches of the rows `idx`: rows dealt round-robin over ranks, then cut
-    into `size`-row chunks. Every rank gets the same number of chunks (some empty), because
-    each forward/backward of a sharded model is a collective all ranks must join."""
-    mine = idx[rank::world]
-    n = math.ceil(math.ceil(len(idx) / world) / size)
-    return [mine[j * size:(j + 1) * size] for j in range(n)]
+def rank_chunks(idx: list[int], rank: int, world: int, size: int,
+                lengths: Sequence[int] | None = None, max_tokens: int | None = None) -> list[list[int]]:
+    """This rank's micro-batches of the rows `idx`: at most `size` rows and (given the rows'
+    `lengths`) `max_tokens` padded tokens each, rows of similar length together
+    (`length_chunks`); chunks are dealt round-robin over ranks. Every rank gets the same
+    number of chunks (some empty), because each forward/backward of a sharded model is a
+    collective all ranks must join. The plan depends on nothing rank-local, so all ranks agree.
+    """
+    if lengths is None:
+        chunks = [idx[j:j + size] for j in range(0, len(idx), size)]
+    else:
+        chunks = [[idx[k] for k in c]
+                  for c in length_chunks([lengths[i] for i in idx], size, max_tokens or 1 << 62)]
+    n = math.ceil(len(chunks) / world)
+    mine = chunks[rank::world]
+    return mine + [[] for _ in range(n - len(mine))]
 
 
 class GroupWorker:
@@ -126,8 +135,9 @@ class GroupWorker:
             return {"rows": 0}
         self.sleep()
         minis = minibatches(len(rows), s.ppo_mini_batches, seed)
+        lengths = [len(r["prompt_ids"]) + len(r["response_ids"]) for r in rows]
         plan = [[(agent, rank_chunks([i for i in mini if rows[i]["agent"] == agent], self.rank,
-                                     self.world, s.micro_batch_rows))
+                                     self.world, s.micro_batch_rows, lengths, s.micro_batch_tokens))
                  for agent in self.agents] for mini in minis]
         old = self._old_logprobs(rows, plan)
         totals = {"loss": 0.0, "clip_frac": 0.0, "approx_kl": 0.0, "entropy": 0.0, "tokens": 0}
