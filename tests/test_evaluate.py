@@ -21,6 +21,11 @@ def test_same_config_and_seed_give_identical_scores(tiny_model_dir, math_rows, t
     assert a["overall"]["n_problems"] == 6
     solved = [s["score"] for s in samples]
     assert a["overall"]["avg@4"] == sum(solved) / len(solved)       # equal samples per problem
+    # behaviour: the MAS's episode stats, averaged over the samples
+    calls = [s["solver_calls"] for s in samples]
+    assert a["behaviour"]["overall"]["solver_calls"] == round(sum(calls) / len(calls), 4)
+    one = [s["solver_calls"] for s in samples if s["data_source"] == "arith-1"]
+    assert a["behaviour"]["per_source"]["arith-1"]["solver_calls"] == round(sum(one) / len(one), 4)
 
 
 def test_cap_per_source_keeps_order():

@@ -41,6 +41,30 @@ def test_table_layout_and_seed_average(tmp_path):
     assert "\\begin{tabular}" in (tmp_path / "tables" / "math.tex").read_text()
 
 
+def test_behaviour_table_when_scores_carry_routing(tmp_path):
+    cfg = make_config(tmp_path)
+    files = []
+    for method, searched in (("base", 0.5), ("drmas", 0.9)):
+        path = scores_file(tmp_path, "shared", method, 0, {"a": (0.5, 1.0)})
+        s = json.loads(open(path).read())
+        s["behaviour"] = {"overall": {}, "per_source": {"a": {"searched_before_answer": searched,
+                                                              "searches": 2 * searched}}}
+        open(path, "w").write(json.dumps(s))
+        files.append(path)
+    write_table(cfg, math_suite(), files, str(tmp_path / "tables" / "search"))
+    md = (tmp_path / "tables" / "search.md").read_text()
+    assert "behaviour on the test problems" in md
+    assert "| a searched before answering (%) | a searches / episode |" in md.replace("| assignment | method ", "")
+    assert "| shared | Dr. MAS | 90.0 | 1.8 |" in md and "| shared | Base (warm start) | 50.0 | 1.0 |" in md
+    csv = pd.read_csv(tmp_path / "tables" / "search_behaviour.csv")
+    assert list(csv["a searches / episode"]) == [1.0, 1.8]
+    # scores without behaviour: no routing section, no extra file
+    write_table(cfg, math_suite(), files[:0] + [scores_file(tmp_path, "shared", "grpo", 0, {"a": (0.5, 1.0)})],
+                str(tmp_path / "tables" / "plain"))
+    assert "behaviour" not in (tmp_path / "tables" / "plain.md").read_text()
+    assert not (tmp_path / "tables" / "plain_behaviour.csv").exists()
+
+
 def fake_run(root, assignment, method, norms, factor):
     run = root / assignment / method
     run.mkdir(parents=True)

@@ -171,7 +171,7 @@ def questions(kb: dict[str, Entity], hops: int, rng: random.Random) -> list[dict
                 value = target.attrs[attr]
                 if value == e.name:
                     continue
-                out.append({"question": ask(attr, phrase if bridge else e.name, vtype),
+                out.append({"question": ask(attr, phrase, vtype),
                             "answers": _aliases(value, vtype),
                             "hops": first + [FACT.format(attr=attr, x=target.name)],
                             "bridge": bridge,

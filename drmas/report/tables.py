@@ -35,6 +35,16 @@ def collect(score_files: list[str]) -> pd.DataFrame:
     return pd.DataFrame(records)
 
 
+def _paper_rows(wide: pd.DataFrame, assignments: list[str]) -> pd.DataFrame:
+    """Rows in config order of assignments and paper order of methods, methods labelled."""
+    order = sorted(wide.index, key=lambda i: (assignments.index(i[0]) if i[0] in assignments else 99,
+                                              METHOD_ORDER.get(i[1], 9)))
+    wide = wide.loc[order]
+    wide.index = pd.MultiIndex.from_tuples([(a, METHOD_LABEL.get(m, m)) for a, m in wide.index],
+                                           names=["assignment", "method"])
+    return wide
+
+
 def build_table(long: pd.DataFrame, assignments: list[str]) -> pd.DataFrame:
     """Wide table, seeds averaged, rows in config order, methods in paper order."""
     seeds = long.groupby(["assignment", "method"])["seed"].nunique().rename("seeds")
@@ -44,16 +54,36 @@ def build_table(long: pd.DataFrame, assignments: list[str]) -> pd.DataFrame:
     wide = wide.reindex(columns=pd.MultiIndex.from_product(
         [sources, sorted(set(long["metric"]), key=lambda m: m.startswith("pass"))]))
     wide = wide.join(seeds.to_frame().set_axis(pd.MultiIndex.from_tuples([("", "seeds")]), axis=1))
-    order = sorted(wide.index, key=lambda i: (assignments.index(i[0]) if i[0] in assignments else 99,
-                                              METHOD_ORDER.get(i[1], 9)))
-    wide = wide.loc[order]
-    wide.index = pd.MultiIndex.from_tuples([(a, METHOD_LABEL.get(m, m)) for a, m in wide.index],
-                                           names=["assignment", "method"])
-    return wide
+    return _paper_rows(wide, assignments)
+
+
+BEHAVIOUR_LABEL = {"searched_before_answer": "searched before answering (%)",
+                   "searches": "searches / episode", "num_turns": "turns / episode",
+                   "forced_zero": "no answer by the last turn (%)",
+                   "solver_calls": "Solver calls / episode"}
+PERCENT = {"searched_before_answer", "forced_zero"}
+
+
+def behaviour_table(score_files: list[str], assignments: list[str]) -> pd.DataFrame | None:
+    """Routing: the MAS's episode stats (`behaviour` in scores.json) per data_source, one row
+    per assignment x method, seeds averaged; None when the scores carry none."""
+    records = []
+    for path in score_files:
+        s = json.loads(Path(path).read_text())
+        for source, stats in (s.get("behaviour") or {}).get("per_source", {}).items():
+            for key, value in stats.items():
+                records.append({**s["meta"], "source": source, "stat": key,
+                                "value": 100.0 * value if key in PERCENT else value})
+    if not records:
+        return None
+    long = pd.DataFrame(records)
+    wide = long.pivot_table(index=["assignment", "method"], columns=["stat", "source"],
+                            values="value", aggfunc="mean")
+    return _paper_rows(wide, assignments)
 
 
 def to_markdown(wide: pd.DataFrame, title: str) -> str:
-    cols = [f"{s} {m}".strip() for s, m in wide.columns]
+    cols = [f"{a} {b}".strip() for a, b in wide.columns]
     lines = [f"### {title}", "", "| assignment | method | " + " | ".join(cols) + " |",
              "|---|---|" + "---:|" * len(cols)]
     for (assignment, method), row in wide.iterrows():
@@ -68,7 +98,17 @@ def write_table(cfg: Config, suite: Suite, score_files: list[str], out: str) -> 
     out_path.parent.mkdir(parents=True, exist_ok=True)
     title = (f"{suite.title or suite.name}: avg@n / pass@n (%), profile {cfg.profile}, "
              f"seeds {', '.join(map(str, cfg.seeds))}")
-    out_path.with_suffix(".md").write_text(to_markdown(wide, title))
+    md = to_markdown(wide, title)
+    routing = behaviour_table(score_files, cfg.assignments)
+    if routing is not None:
+        routing.columns = pd.MultiIndex.from_tuples(
+            [(source, BEHAVIOUR_LABEL.get(stat, stat)) for stat, source in routing.columns])
+        md += "\n" + to_markdown(routing, f"{suite.title or suite.name}: behaviour on the test "
+                                  "problems (mean per episode, all samples)")
+        flat_routing = routing.copy()
+        flat_routing.columns = [f"{source} {label}" for source, label in routing.columns]
+        flat_routing.to_csv(out_path.with_name(out_path.name + "_behaviour.csv"), float_format="%.3f")
+    out_path.with_suffix(".md").write_text(md)
     flat = wide.copy()
     flat.columns = [f"{s} {m}".strip() for s, m in wide.columns]
     flat.to_csv(out_path.with_suffix(".csv"), float_format="%.2f")
