@@ -2,6 +2,7 @@
 
 
 rule prepare:
+    priority: 10
     input:
         config=CONFIG,
         suite="benchmarks/{suite}.yaml",
@@ -21,6 +22,7 @@ rule prepare:
 
 
 rule tokenizer:
+    priority: 10
     input:
         config=CONFIG,
         suite="benchmarks/{suite}.yaml",
@@ -42,6 +44,9 @@ rule tokenizer:
 
 
 rule warmstart:
+    # before any RL job: the warm starts are the longest jobs, and started last they would
+    # leave one core idle at the end of the workflow
+    priority: 10
     input:
         config=CONFIG,
         suite="benchmarks/{suite}.yaml",

@@ -3,6 +3,7 @@
 
 
 rule index:
+    priority: 10
     input:
         corpus=f"{RES}/data/{{suite}}/corpus.jsonl",
     output:

@@ -15,7 +15,7 @@ from drmas.config import ROOT
 
 REDUCED = {
     "profile": "e2e",
-    "datasets": {"math": "default"},
+    "datasets": {"math": "default", "search": "default"},
     "models": {"small": {"kind": "tiny", "hidden_size": 64, "layers": 2, "heads": 1, "intermediate_size": 128},
                "medium": {"kind": "tiny", "hidden_size": 64, "layers": 3, "heads": 1, "intermediate_size": 128}},
     "tokenizer": {"vocab_size": 512},
@@ -23,6 +23,7 @@ REDUCED = {
     "train": {"steps": 3, "prompts_per_step": 4, "group_n": 4, "ppo_mini_batches": 2,
               "micro_batch_rows": 64, "lr": 5.0e-5, "max_response_tokens": 24, "save_every": 2},
     "eval": {"n": 4, "temperature": 0.6, "top_p": 0.95, "batch_size": 128, "max_problems_per_source": 4},
+    "suite_overrides": {"search": {"train": {"prompts_per_step": 2}}},
 }
 
 
@@ -54,6 +55,20 @@ def test_default_workflow_reduced(tmp_path):
     assert (run / "final" / "solver" / "model.safetensors").exists()
     scores = json.loads((run / "eval" / "scores.json").read_text())
     assert scores["n"] == 4 and set(scores["per_source"]) == {"arith-1", "arith-2", "arith-3"}
+
+    # the search suite: BM25 index, three agents, exact-match table with a behaviour part
+    assert any((res / "index" / "search").iterdir())
+    table = pd.read_csv(res / "tables" / "search.csv")
+    assert len(table) == 9 and {"kb-single avg@4", "kb-multi pass@4"} <= set(table.columns)
+    behaviour = pd.read_csv(res / "tables" / "search_behaviour.csv")
+    assert (behaviour["kb-multi searches / episode"] >= 0).all() and len(behaviour) == 9
+    run = res / "runs" / "search" / "hetero" / "grpo" / "seed0"
+    lines = [json.loads(l) for l in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in lines] == [1, 2, 3]
+    assert set(lines[0]["groups"]) == {"verifier", "searcher", "answerer"}
+    assert {"searches", "searched_before_answer"} <= set(lines[0]["episodes"])
+    scores = json.loads((run / "eval" / "scores.json").read_text())
+    assert set(scores["behaviour"]["per_source"]) == {"kb-single", "kb-multi"}
 
     again = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0
