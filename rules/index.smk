@@ -15,7 +15,10 @@ rule index:
         f"{RES}/logs/index/{{suite}}.log",
     benchmark:
         f"{RES}/benchmarks/index/{{suite}}.tsv"
-    threads: 4  # Snakemake lowers this to --cores; wiki-18 (21M passages) wants more
+    # One thread, as the other jobs: a job that asks for more waits until that many cores are
+    # free at once, which in a busy workflow is the end. wiki-18 (21M passages) wants more:
+    # `snakemake --set-threads index=16`.
+    threads: CFG.threads
     conda:
         "../envs/drmas.yaml"
     shell:
