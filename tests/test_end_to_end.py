@@ -23,7 +23,9 @@ REDUCED = {
     "train": {"steps": 3, "prompts_per_step": 4, "group_n": 4, "ppo_mini_batches": 2,
               "micro_batch_rows": 64, "lr": 5.0e-5, "max_response_tokens": 24, "save_every": 2},
     "eval": {"n": 4, "temperature": 0.6, "top_p": 0.95, "batch_size": 128, "max_problems_per_source": 4},
-    "suite_overrides": {"search": {"train": {"prompts_per_step": 2}}},
+    # Snakemake deep-merges this file over config/default.yaml: every overridden key is named
+    "suite_overrides": {"search": {"warmstart": {"steps": 40}, "eval": {"max_problems_per_source": 4},
+                                   "train": {"prompts_per_step": 2, "steps": 3}}},
 }
 
 
