@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from drmas.errors import DrmasError
+from drmas.errors import ConfigError, DrmasError
 
 
 def _config(args):
@@ -95,10 +95,15 @@ def cmd_warmstart(args) -> None:
 
     cfg, suite = _config(args), _suite(args)
     _setup(cfg)
-    w = cfg.warmstart
+    w = cfg.warmstart_for(args.model)
     spec = cfg.models[args.model]
     rows = read_jsonl(Path(args.data) / "train.jsonl")
-    traces = _traces(args, cfg, suite, rows, seed=args.seed)
+    roles = cfg.roles_of(args.model, suite.agents)
+    if not roles:
+        raise ConfigError(f"model {args.model!r} plays no agent of suite {suite.name!r} in the "
+                          f"assignments {cfg.assignments}: nothing to warm-start")
+    traces = [t for t in _traces(args, cfg, suite, rows, seed=args.seed) if t[0] in roles]
+    print(f"warm start {args.model} on {len(traces)} traces of {', '.join(roles)}")
     tok = load_tokenizer(args.tokenizer)
     model = tiny_model(spec, len(tok), seed=args.seed)
     losses = sft(model, tok, traces, steps=w.steps, batch_size=w.batch_size, lr=w.lr,
@@ -122,15 +127,20 @@ def cmd_train(args) -> None:
 
 def cmd_evaluate(args) -> None:
     from drmas.data.io import read_jsonl
-    from drmas.evaluate import evaluate
+    from drmas.evaluate import evaluate, reuse_base
 
     cfg, suite = _config(args), _suite(args)
     _setup(cfg)
     rows = read_jsonl(Path(args.data) / "test.jsonl")
     meta = {"suite": suite.name, "assignment": args.assignment, "seed": args.seed,
             "method": _run_method(args.run) if args.run else "base"}
-    scores = evaluate(cfg, suite, args.assignment, rows, args.out, run_dir=args.run, seed=args.seed,
-                      meta=meta, retriever=_retriever(args, suite))
+    if args.same_as:
+        if args.run:
+            raise ConfigError("--same-as reuses a base evaluation; it cannot go with --run")
+        scores = reuse_base(cfg, suite, args.same_as, args.out, meta)
+    else:
+        scores = evaluate(cfg, suite, args.assignment, rows, args.out, run_dir=args.run,
+                          seed=args.seed, meta=meta, retriever=_retriever(args, suite))
     print(json.dumps(scores["overall"]))
 
 
@@ -218,6 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--data", required=True)
     sp.add_argument("--assignment", required=True)
     sp.add_argument("--run", default=None, help="run folder (omit to evaluate the base models)")
+    sp.add_argument("--same-as", default=None, metavar="EVAL_DIR",
+                    help="base only: copy this eval folder of an assignment with the same base "
+                         "models (the workflow's twin: Config.base_twin)")
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--out", required=True)
 

@@ -122,6 +122,30 @@ class Config:
             raise ConfigError(f"unknown assignment {name!r}; known: {', '.join(self.assignment_defs)}")
         return self.assignment_defs[name]
 
+    def warmstart_for(self, model: str) -> WarmstartConfig:
+        """The warm start of one model: the `warmstart:` block (after suite overrides) with the
+        model's own `warmstart:` keys over it (a larger model may need fewer steps)."""
+        return dataclasses.replace(self.warmstart, **self.models[model].get("warmstart", {}))
+
+    def roles_of(self, model: str, agents: list[str]) -> list[str]:
+        """The agents (of `agents`, in that order) that `model` plays in some configured
+        assignment: a warm start teaches a model only the roles it will be asked to play."""
+        return [agent for agent in agents
+                if any(self.assignment(a).model_of(agent) == model for a in self.assignments)]
+
+    def base_twin(self, assignment: str, agents: list[str]) -> str | None:
+        """The first assignment (in `assignments` order, before this one) whose `agents` play
+        the same base models as this one's, else None. Before RL, how agents are grouped does
+        not change the policy (nonshared vs shared on one warm start): the workflow copies the
+        twin's base evaluation instead of sampling the same distribution twice."""
+        models = {a: [self.assignment(a).model_of(agent) for agent in agents] for a in self.assignments}
+        for other in self.assignments:
+            if other == assignment:
+                return None
+            if models[other] == models[assignment]:
+                return other
+        return None
+
     def dataset_key(self, suite: str) -> str:
         return self.datasets.get(suite, self.profile)
 

@@ -7,21 +7,20 @@ once (the unbiased pass@k estimator at k = n), per data_source and overall.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
 from tqdm import tqdm
 
 from drmas.config import Config, Suite
+from drmas.errors import ConfigError
 from drmas.metrics import aggregate
 from drmas.rewards import get_reward
 from drmas.rollout.base import Sampling
 from drmas.rollout.mas import build_orchestra, derived_seed, run_mas, score_episodes
 from drmas.train.groups import model_dir, plan_groups
 from drmas.train.workers import LocalGroup
-
-EPISODES_PER_CHUNK = 512
-
 
 def cap_per_source(rows: list[dict], cap: int | None) -> list[dict]:
     """The first `cap` problems of each data_source (all when cap is None)."""
@@ -55,6 +54,23 @@ def group_paths(cfg: Config, suite: Suite, assignment: str, run_dir: str | Path 
                 s["agents"], s["settings"]) for g, s in plan.items()}
 
 
+def reuse_base(cfg: Config, suite: Suite, twin_dir, out_dir, meta: dict) -> dict:
+    """This assignment's base evaluation from its twin's (`Config.base_twin`): the same
+    samples, relabelled (`meta.same_as` names the twin)."""
+    twin_dir, out = Path(twin_dir), Path(out_dir)
+    scores = json.loads((twin_dir / "scores.json").read_text())
+    twin = scores.get("meta", {}).get("assignment")
+    expected = cfg.base_twin(meta["assignment"], suite.agents)
+    if scores.get("meta", {}).get("method") != "base" or twin != expected:
+        raise ConfigError(f"{twin_dir} is not a base evaluation of an assignment with the same "
+                          f"models as {meta['assignment']!r} (its twin is {expected!r})")
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(twin_dir / "samples.jsonl", out / "samples.jsonl")
+    scores["meta"] = {**meta, "same_as": twin}
+    (out / "scores.json").write_text(json.dumps(scores, indent=1, sort_keys=True))
+    return scores
+
+
 def evaluate(cfg: Config, suite: Suite, assignment: str, problems: list[dict], out_dir,
              run_dir=None, seed: int = 0, meta: dict | None = None, retriever=None) -> dict:
     e = cfg.eval
@@ -69,9 +85,9 @@ def evaluate(cfg: Config, suite: Suite, assignment: str, problems: list[dict], o
     problems = cap_per_source(problems, e.max_problems_per_source)
     batch = [p for p in problems for _ in range(n)]
     samples = []
-    for start in tqdm(range(0, len(batch), EPISODES_PER_CHUNK), desc=f"eval {out_dir}",
-                      mininterval=2):
-        chunk = batch[start:start + EPISODES_PER_CHUNK]
+    # episodes run `batch_size` at a time: each turn's calls of one agent form one batch
+    for start in tqdm(range(0, len(batch), e.batch_size), desc=f"eval {out_dir}", mininterval=2):
+        chunk = batch[start:start + e.batch_size]
         episodes = run_mas(orchestra, chunk, groups, agent_group,
                            lambda a: Sampling(e.temperature, e.top_p, max_tokens[a]),
                            derived_seed(seed, "eval", start))

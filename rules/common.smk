@@ -21,6 +21,20 @@ def runs_of(wildcards):
                   assignment=CFG.assignments, method=METHODS, seed=SEEDS)
 
 
+def base_twin_of(wildcards):
+    """The twin's base scores.json when an earlier assignment plays the same base models
+    (drmas.config.Config.base_twin): that evaluation is copied, not run again."""
+    twin = CFG.base_twin(wildcards.assignment, SUITES[wildcards.suite].agents)
+    if twin is None:
+        return []
+    return [f"{RES}/runs/{wildcards.suite}/{twin}/base/seed{wildcards.seed}/eval/scores.json"]
+
+
+def same_as_arg(wildcards, input):
+    """`--same-as EVAL_DIR` when the base evaluation is a twin's copy, empty otherwise."""
+    return f"--same-as {Path(input.twin[0]).parent}" if input.twin else ""
+
+
 def index_of(wildcards):
     """The BM25 index a searching suite needs (nothing for the others)."""
     if SUITES[wildcards.suite].retrieval:

@@ -1,4 +1,5 @@
-# Evaluation (n samples per test problem): every RL run, and the warm-started base models.
+# Evaluation (n samples per test problem): every RL run, and the warm-started base models
+# (an assignment with the same base models as an earlier one copies that base evaluation).
 
 
 rule evaluate_run:
@@ -32,6 +33,7 @@ rule evaluate_base:
         test=f"{RES}/data/{{suite}}/test.jsonl",
         models=models_of,
         index=index_of,
+        twin=base_twin_of,
     output:
         f"{RES}/runs/{{suite}}/{{assignment}}/base/seed{{seed}}/eval/scores.json",
     log:
@@ -41,9 +43,10 @@ rule evaluate_base:
     threads: CFG.threads
     params:
         index=index_arg,
+        same_as=same_as_arg,
     conda:
         "../envs/drmas.yaml"
     shell:
         "drmas evaluate --threads {threads} --config {input.config} --suite {input.suite} {params.index} --data $(dirname {input.test}) "
-        "--assignment {wildcards.assignment} --seed {wildcards.seed} "
+        "--assignment {wildcards.assignment} --seed {wildcards.seed} {params.same_as} "
         "--out $(dirname {output}) > {log} 2>&1"

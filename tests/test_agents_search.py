@@ -107,6 +107,26 @@ def test_routing_batching_and_history():
         {"num_turns": 2, "searches": 1, "searched_before_answer": 1, "forced_zero": False}, 0, 2)
 
 
+def test_evidence_stats_for_rows_that_name_their_passages():
+    script = {
+        "early": {"verifier": ["<verify>no</verify>", "<verify>yes</verify>"],
+                  "searcher": ["<search>Alpha</search>"], "answerer": ["<answer>x</answer>"]},
+        "full": {"verifier": ["<verify>no</verify>"] * 2 + ["<verify>yes</verify>"],
+                 "searcher": ["<search>Alpha</search>", "<search>Beta</search>"],
+                 "answerer": ["<answer>x</answer>"]},
+        "stuck": {"verifier": ["<verify>no</verify>"] * 4,
+                  "searcher": ["<search>Alpha</search>", "<search>Beta</search>", "<search>Q</search>"]},
+    }
+    act, _ = scripted(script)
+    rows = [{**p, "hops": ["Alpha", "Beta"]} for p in problems("early", "full", "stuck")]
+    retriever = FakeRetriever({"Alpha": "Alpha text.", "Beta": "Beta text."})
+    early, full, stuck = SearchOrchestra(max_turns=4, retriever=retriever).run(rows, act)
+    assert (early.info["evidence_found"], early.info["answered_early"]) == (0, 1)
+    assert (full.info["evidence_found"], full.info["answered_early"]) == (1, 0)
+    assert (stuck.info["evidence_found"], stuck.info["answered_early"]) == (1, 0)   # no answer
+    assert full.titles == {"Alpha", "Beta"}
+
+
 def test_final_no_forces_zero_and_missing_verdict_answers():
     script = {
         "stuck": {"verifier": ["<verify>no</verify>"] * 3 + ["<verify>no</verify>"],

@@ -43,6 +43,27 @@ def test_schema_errors_are_one_line(path, value, message):
     assert "\n" not in str(err.value)
 
 
+def test_roles_of_a_model_are_the_agents_it_plays():
+    cfg = load(ROOT / "config" / "default.yaml")
+    search = ["verifier", "searcher", "answerer"]
+    assert cfg.roles_of("small", search) == search          # shared and nonshared play all
+    assert cfg.roles_of("medium", search) == ["answerer"]   # hetero's answerer only
+    assert cfg.roles_of("medium", ["solver", "verifier"]) == ["solver"]
+    only_shared = from_dict(with_change(("assignments",), ["shared"]))
+    assert only_shared.roles_of("medium", search) == []
+
+
+def test_model_warmstart_keys_override_the_suite_ones():
+    raw = with_change(("models", "medium", "warmstart"), {"steps": 7})
+    raw["suite_overrides"] = {"search": {"warmstart": {"steps": 900, "lr": 1.0e-3}}}
+    search = from_dict(raw).for_suite("search")
+    assert (search.warmstart_for("small").steps, search.warmstart_for("small").lr) == (900, 1.0e-3)
+    assert (search.warmstart_for("medium").steps, search.warmstart_for("medium").lr) == (7, 1.0e-3)
+    bad = with_change(("models", "medium", "warmstart"), {"stepz": 7})
+    with pytest.raises(ConfigError, match=r"models\.medium\.warmstart"):
+        from_dict(bad)
+
+
 def test_unknown_model_in_assignment():
     raw = with_change(("assignment_defs", "hetero", "models", "solver"), "huge")
     with pytest.raises(ConfigError, match="unknown model 'huge'"):

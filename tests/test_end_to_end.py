@@ -17,7 +17,8 @@ REDUCED = {
     "profile": "e2e",
     "datasets": {"math": "default", "search": "default"},
     "models": {"small": {"kind": "tiny", "hidden_size": 64, "layers": 2, "heads": 1, "intermediate_size": 128},
-               "medium": {"kind": "tiny", "hidden_size": 64, "layers": 3, "heads": 1, "intermediate_size": 128}},
+               "medium": {"kind": "tiny", "hidden_size": 64, "layers": 3, "heads": 1, "intermediate_size": 128,
+                          "warmstart": {"steps": 40}}},
     "tokenizer": {"vocab_size": 512},
     "warmstart": {"steps": 40, "batch_size": 16, "lr": 3.0e-3, "mistake_rate": 0.3},
     "train": {"steps": 3, "prompts_per_step": 4, "group_n": 4, "ppo_mini_batches": 2,
@@ -25,7 +26,7 @@ REDUCED = {
     "eval": {"n": 4, "temperature": 0.6, "top_p": 0.95, "batch_size": 128, "max_problems_per_source": 4},
     # Snakemake deep-merges this file over config/default.yaml: every overridden key is named
     "suite_overrides": {"search": {"warmstart": {"steps": 40}, "eval": {"max_problems_per_source": 4},
-                                   "train": {"prompts_per_step": 2, "steps": 3}}},
+                                   "train": {"prompts_per_step": 2, "group_n": 4, "steps": 3}}},
 }
 
 
@@ -68,9 +69,16 @@ def test_default_workflow_reduced(tmp_path):
     lines = [json.loads(l) for l in (run / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in lines] == [1, 2, 3]
     assert set(lines[0]["groups"]) == {"verifier", "searcher", "answerer"}
-    assert {"searches", "searched_before_answer"} <= set(lines[0]["episodes"])
+    assert {"searches", "searched_before_answer", "answered_early"} <= set(lines[0]["episodes"])
     scores = json.loads((run / "eval" / "scores.json").read_text())
     assert set(scores["behaviour"]["per_source"]) == {"kb-single", "kb-multi"}
+    # nonshared plays the same base models as shared: its base evaluation is a copy
+    base = {a: json.loads((res / "runs" / "search" / a / "base" / "seed0" / "eval" / "scores.json").read_text())
+            for a in ("shared", "nonshared", "hetero")}
+    assert base["nonshared"]["meta"]["same_as"] == "shared" and "same_as" not in base["hetero"]["meta"]
+    assert base["nonshared"]["overall"] == base["shared"]["overall"]
+    medium_log = (res / "logs" / "warmstart" / "search_medium.log").read_text()
+    assert " traces of answerer\n" in medium_log          # it learns its one role only
 
     again = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0

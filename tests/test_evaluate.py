@@ -1,9 +1,14 @@
 """Evaluation: reproducible scores, n samples per problem, per-source aggregation."""
 
+import dataclasses
 import json
 
+import pytest
+
 from conftest import make_config, math_suite
-from drmas.evaluate import cap_per_source, evaluate
+from drmas.config import Assignment
+from drmas.errors import ConfigError
+from drmas.evaluate import cap_per_source, evaluate, reuse_base
 
 
 def test_same_config_and_seed_give_identical_scores(tiny_model_dir, math_rows, tmp_path):
@@ -32,3 +37,26 @@ def test_cap_per_source_keeps_order():
     rows = [{"data_source": s, "id": i} for i, s in enumerate("aabbbab")]
     assert [r["id"] for r in cap_per_source(rows, 2)] == [0, 1, 2, 3]
     assert cap_per_source(rows, None) == rows
+
+
+def test_base_twin_shares_a_base_evaluation(tiny_model_dir, math_rows, tmp_path):
+    cfg = make_config(tiny_model_dir)
+    suite = math_suite()
+    test = [r for r in math_rows if r["split"] == "test"]
+    assert cfg.base_twin("shared", suite.agents) is None
+    assert cfg.base_twin("nonshared", suite.agents) == "shared"
+    # the claim behind the twin: grouping does not change a base policy (same samples even)
+    meta = {"suite": "math", "assignment": "nonshared", "seed": 0, "method": "base"}
+    shared = evaluate(cfg, suite, "shared", test, tmp_path / "shared", seed=0,
+                      meta={**meta, "assignment": "shared"})
+    own = evaluate(cfg, suite, "nonshared", test, tmp_path / "own", seed=0, meta=meta)
+    copied = reuse_base(cfg, suite, tmp_path / "shared", tmp_path / "copy", meta)
+    assert copied["overall"] == own["overall"] == shared["overall"]
+    assert copied["meta"] == {**meta, "same_as": "shared"}
+    assert (tmp_path / "copy" / "samples.jsonl").read_bytes() == (tmp_path / "own" / "samples.jsonl").read_bytes()
+    # an assignment whose solver plays another model has no twin, and copying is refused
+    other = dataclasses.replace(cfg, assignment_defs={
+        **cfg.assignment_defs, "nonshared": Assignment(False, {"default": "small", "solver": "big"})})
+    assert other.base_twin("nonshared", suite.agents) is None
+    with pytest.raises(ConfigError, match="not a base evaluation of an assignment with the same"):
+        reuse_base(other, suite, tmp_path / "shared", tmp_path / "bad", meta)

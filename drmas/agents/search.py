@@ -34,6 +34,7 @@ class SearchEpisode(Episode):
     """An Episode plus the history all three agents read: (query, information) per search."""
 
     history: list[tuple[str, str]] = field(default_factory=list)
+    titles: set[str] = field(default_factory=set)      # titles of every document retrieved
 
 
 def record_search(episode: SearchEpisode, query: str | None, hits: list[Hit]) -> None:
@@ -42,6 +43,7 @@ def record_search(episode: SearchEpisode, query: str | None, hits: list[Hit]) ->
         episode.history.append(("", NO_QUERY))
     else:
         episode.history.append((query, format_docs(hits).strip() or NO_HITS))
+        episode.titles.update(h.title for h in hits)
 
 
 def render_history(episode: Episode) -> str:
@@ -157,4 +159,8 @@ class SearchOrchestra:
             searched_before_answer=int(bool(answers) and "searcher" in agents),
             forced_zero=not ep.done,
         )
+        hops = ep.problem.get("hops")
+        if hops:   # rows that name their evidence passages (the generated knowledge base)
+            found = all(h in ep.titles for h in hops)
+            ep.info.update(evidence_found=int(found), answered_early=int(bool(answers) and not found))
         ep.done = True

@@ -60,8 +60,10 @@ def build_table(long: pd.DataFrame, assignments: list[str]) -> pd.DataFrame:
 BEHAVIOUR_LABEL = {"searched_before_answer": "searched before answering (%)",
                    "searches": "searches / episode", "num_turns": "turns / episode",
                    "forced_zero": "no answer by the last turn (%)",
+                   "evidence_found": "every evidence passage retrieved (%)",
+                   "answered_early": "answered before the evidence was in (%)",
                    "solver_calls": "Solver calls / episode"}
-PERCENT = {"searched_before_answer", "forced_zero"}
+PERCENT = {"searched_before_answer", "forced_zero", "evidence_found", "answered_early"}
 
 
 def behaviour_table(score_files: list[str], assignments: list[str]) -> pd.DataFrame | None:
@@ -79,11 +81,19 @@ def behaviour_table(score_files: list[str], assignments: list[str]) -> pd.DataFr
     long = pd.DataFrame(records)
     wide = long.pivot_table(index=["assignment", "method"], columns=["stat", "source"],
                             values="value", aggfunc="mean")
+    known = list(BEHAVIOUR_LABEL)               # stats in the order of BEHAVIOUR_LABEL
+    wide = wide[sorted(wide.columns, key=lambda c: (known.index(c[0]) if c[0] in known
+                                                    else len(known), c))]
     return _paper_rows(wide, assignments)
 
 
+def _flat(columns) -> list[str]:
+    """One name per two-level column ("kb-multi avg@16"), for Markdown, CSV and LaTeX."""
+    return [f"{a} {b}".strip() for a, b in columns]
+
+
 def to_markdown(wide: pd.DataFrame, title: str) -> str:
-    cols = [f"{a} {b}".strip() for a, b in wide.columns]
+    cols = _flat(wide.columns)
     lines = [f"### {title}", "", "| assignment | method | " + " | ".join(cols) + " |",
              "|---|---|" + "---:|" * len(cols)]
     for (assignment, method), row in wide.iterrows():
@@ -105,12 +115,9 @@ def write_table(cfg: Config, suite: Suite, score_files: list[str], out: str) -> 
             [(source, BEHAVIOUR_LABEL.get(stat, stat)) for stat, source in routing.columns])
         md += "\n" + to_markdown(routing, f"{suite.title or suite.name}: behaviour on the test "
                                   "problems (mean per episode, all samples)")
-        flat_routing = routing.copy()
-        flat_routing.columns = [f"{source} {label}" for source, label in routing.columns]
-        flat_routing.to_csv(out_path.with_name(out_path.name + "_behaviour.csv"), float_format="%.3f")
+        routing.set_axis(_flat(routing.columns), axis=1).to_csv(out_path.with_name(out_path.name + "_behaviour.csv"), float_format="%.3f")
     out_path.with_suffix(".md").write_text(md)
-    flat = wide.copy()
-    flat.columns = [f"{s} {m}".strip() for s, m in wide.columns]
+    flat = wide.set_axis(_flat(wide.columns), axis=1)
     flat.to_csv(out_path.with_suffix(".csv"), float_format="%.2f")
     out_path.with_suffix(".tex").write_text(flat.to_latex(float_format="%.1f", caption=title,
                                                           label=f"tab:{suite.name}"))
