@@ -115,7 +115,8 @@ def write_table(cfg: Config, suite: Suite, score_files: list[str], out: str) -> 
             [(source, BEHAVIOUR_LABEL.get(stat, stat)) for stat, source in routing.columns])
         md += "\n" + to_markdown(routing, f"{suite.title or suite.name}: behaviour on the test "
                                   "problems (mean per episode, all samples)")
-        routing.set_axis(_flat(routing.columns), axis=1).to_csv(out_path.with_name(out_path.name + "_behaviour.csv"), float_format="%.3f")
+        routing.set_axis(_flat(routing.columns), axis=1).to_csv(
+            out_path.with_name(out_path.name + "_behaviour.csv"), float_format="%.3f")
     out_path.with_suffix(".md").write_text(md)
     flat = wide.set_axis(_flat(wide.columns), axis=1)
     flat.to_csv(out_path.with_suffix(".csv"), float_format="%.2f")

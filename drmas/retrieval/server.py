@@ -178,8 +178,9 @@ def serve(index_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, thre
     """Open the index and serve it until interrupted (`drmas serve`); the process then exits.
 
     The exit skips the interpreter's teardown: the embedded JVM cannot be unloaded, and
-    destroying it waits for every non-daemon Java thread, which once left a Ctrl-C'd service
-    hanging (seen once in CI). The port and the index are closed by then."""
+    destroying it waits for every non-daemon Java thread. A Ctrl-C'd service once stayed
+    alive for 30 s in CI, and that teardown is the likely place. The port and the index are
+    closed by then."""
     with BM25Searcher(index_dir, k1=k1, b=b) as searcher:
         RetrievalServer(searcher, host=host, port=port, threads=threads).serve_forever()
     log.info("retrieval service stopped")
