@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import sys
+import signal
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -175,16 +174,12 @@ class RetrievalServer:
 
 def serve(index_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, threads: int = 1,
           k1: float = 0.9, b: float = 0.4) -> None:
-    """Open the index and serve it until interrupted (`drmas serve`); the process then exits.
+    """Open the index and serve it until Ctrl-C (`drmas serve`).
 
-    The exit skips the interpreter's teardown: the embedded JVM cannot be unloaded, and
-    destroying it waits for every non-daemon Java thread. A Ctrl-C'd service once stayed
-    alive for 30 s in CI, and that teardown is the likely place. The port and the index are
-    closed by then."""
+    SIGINT is (re)installed as KeyboardInterrupt here: a process started in the background by
+    a non-interactive shell inherits SIGINT as *ignored*, and Python then leaves it ignored,
+    so such a service could not be stopped with Ctrl-C or `kill -INT` (a CI run started that
+    way saw it)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     with BM25Searcher(index_dir, k1=k1, b=b) as searcher:
         RetrievalServer(searcher, host=host, port=port, threads=threads).serve_forever()
-    log.info("retrieval service stopped")
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
