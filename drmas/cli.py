@@ -131,7 +131,6 @@ def cmd_evaluate(args) -> None:
 
     cfg, suite = _config(args), _suite(args)
     _setup(cfg)
-    rows = read_jsonl(Path(args.data) / "test.jsonl")
     meta = {"suite": suite.name, "assignment": args.assignment, "seed": args.seed,
             "method": _run_method(args.run) if args.run else "base"}
     if args.same_as:
@@ -139,6 +138,7 @@ def cmd_evaluate(args) -> None:
             raise ConfigError("--same-as reuses a base evaluation; it cannot go with --run")
         scores = reuse_base(cfg, suite, args.same_as, args.out, meta)
     else:
+        rows = read_jsonl(Path(args.data) / "test.jsonl")
         scores = evaluate(cfg, suite, args.assignment, rows, args.out, run_dir=args.run,
                           seed=args.seed, meta=meta, retriever=_retriever(args, suite))
     print(json.dumps(scores["overall"]))

@@ -59,9 +59,9 @@ def reuse_base(cfg: Config, suite: Suite, twin_dir, out_dir, meta: dict) -> dict
     samples, relabelled (`meta.same_as` names the twin)."""
     twin_dir, out = Path(twin_dir), Path(out_dir)
     scores = json.loads((twin_dir / "scores.json").read_text())
-    twin = scores.get("meta", {}).get("assignment")
-    expected = cfg.base_twin(meta["assignment"], suite.agents)
-    if scores.get("meta", {}).get("method") != "base" or twin != expected:
+    twin_meta = scores.get("meta", {})
+    twin, expected = twin_meta.get("assignment"), cfg.base_twin(meta["assignment"], suite.agents)
+    if twin_meta.get("method") != "base" or twin != expected:
         raise ConfigError(f"{twin_dir} is not a base evaluation of an assignment with the same "
                           f"models as {meta['assignment']!r} (its twin is {expected!r})")
     out.mkdir(parents=True, exist_ok=True)

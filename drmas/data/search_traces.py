@@ -56,7 +56,6 @@ class Demo:
     ep: SearchEpisode
     rng: random.Random
     mistake: str | None
-    seen: set = field(default_factory=set)      # titles of the documents retrieved so far
     traces: list[Trace] = field(default_factory=list)
     mistake_done: bool = False
     broken: str | None = None                   # which agent breaks its format, if any
@@ -84,11 +83,11 @@ class Demo:
 
     def needed(self) -> str | None:
         """The next title to look up, or None when every hop's document has been retrieved."""
-        return next((t for t in self.row["hops"] if t not in self.seen), None)
+        return next((t for t in self.row["hops"] if t not in self.ep.titles), None)
 
     def found(self) -> int:
         """How many of the row's hops have had their document retrieved."""
-        return sum(t in self.seen for t in self.row["hops"])
+        return sum(t in self.ep.titles for t in self.row["hops"])
 
     def wrong(self) -> str:
         return self.rng.choice(self.row["distractors"])
@@ -96,7 +95,7 @@ class Demo:
     def last_fact(self) -> str:
         """ "The <title> is <value>. " for the last hop retrieved so far ("" before any)."""
         hops = self.row["hops"]
-        known = [i for i, t in enumerate(hops) if t in self.seen]
+        known = [i for i, t in enumerate(hops) if t in self.ep.titles]
         if not known:
             return ""
         i = known[-1]
@@ -174,8 +173,7 @@ def simulate(rows: list[dict], seed: int, mistake_rate: float, retriever,
         results = iter(retriever.batch_search(queries, k=topk) if queries else [])
         for demo, action in searching:
             hits = next(results) if action.valid else []
-            record_search(demo.ep, action.value, hits)
-            demo.seen.update(h.title for h in hits)
+            record_search(demo.ep, action.value, hits)      # adds the hits' titles to ep.titles
         active = [d for d, _ in searching]
     for demo in demos:
         if not demo.mistake_done:            # e.g. no chance to answer early: a clean episode
