@@ -81,7 +81,7 @@ def cmd_tokenizer(args) -> None:
     traces = _traces(args, cfg, suite, rows, seed=0)
     # the role names of the chat template are text too: "user\n…", "assistant\n…"
     texts = (f"{m[-1]['role']}\n{m[-1]['content']}\nassistant\n{r}" for _, m, r in traces)
-    tok = train_tokenizer(texts, cfg.tokenizer["vocab_size"])
+    tok = train_tokenizer(texts, cfg.tokenizer.vocab_size)
     tok.save_pretrained(args.out)
     print(f"tokenizer ({len(tok)} tokens) -> {args.out}")
 
@@ -94,6 +94,11 @@ def cmd_warmstart(args) -> None:
     from drmas.train.sft import sft
 
     cfg, suite = _config(args), _suite(args)
+    if args.model not in cfg.models:
+        raise ConfigError(f"unknown model {args.model!r}; known: {', '.join(cfg.models)}")
+    if cfg.models[args.model].kind != "tiny":
+        raise ConfigError(f"model {args.model!r} is {cfg.models[args.model].kind}: only tiny "
+                          "models are warm-started")
     _setup(cfg)
     w = cfg.warmstart_for(args.model)
     spec = cfg.models[args.model]
@@ -122,7 +127,7 @@ def cmd_train(args) -> None:
     _setup(cfg)
     rows = read_jsonl(Path(args.data) / "train.jsonl")
     Trainer(cfg, suite, args.assignment, args.method, args.seed, rows, args.out,
-            retriever=_retriever(args, suite)).run()
+            retriever=_retriever(args, suite), checkpoints=args.checkpoints).run()
 
 
 def cmd_evaluate(args) -> None:
@@ -169,6 +174,15 @@ def cmd_perf(args) -> None:
 
     if args.what == "advantages":
         perf.main_advantages(rows=args.rows, seed=args.seed)
+
+
+def cmd_config(args) -> None:
+    from drmas.config_show import schema_yaml, show
+
+    if args.action == "schema":
+        print(schema_yaml(suite=args.suite_schema), end="")
+    else:
+        print(show(args.configfile, args.overrides, suite=args.suite), end="")
 
 
 def cmd_index(args) -> None:
@@ -223,6 +237,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--method", required=True)
     sp.add_argument("--seed", type=int, required=True)
     sp.add_argument("--out", required=True, help="run folder")
+    sp.add_argument("--checkpoints", default=None, metavar="DIR",
+                    help="checkpoint folder (default: OUT/checkpoints); resumed only by a run "
+                         "with the same configuration")
 
     sp = add("evaluate", cmd_evaluate, search=True, help_="n samples per test problem -> samples.jsonl, scores.json")
     sp.add_argument("--data", required=True)
@@ -247,6 +264,18 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("what", choices=["advantages"])
     sp.add_argument("--rows", type=int, default=1_000_000)
     sp.add_argument("--seed", type=int, default=0)
+
+    sp = add("config", cmd_config, "show a resolved profile (with where each value comes "
+             "from) or print the config schema", suite=None)
+    sp.add_argument("action", choices=["show", "schema"],
+                    help="show: the resolved config; schema: the JSON-Schema of every key")
+    sp.add_argument("--configfile", nargs="+", default=["config/default.yaml"], metavar="FILE",
+                    help="profile file(s), merged in order (default: config/default.yaml)")
+    sp.add_argument("--config", dest="overrides", nargs="*", default=[], metavar="KEY=VALUE",
+                    help="overrides as Snakemake's --config takes them (VALUE is YAML)")
+    sp.add_argument("--suite", default=None, help="also apply this suite's suite_overrides")
+    sp.add_argument("--suite-schema", action="store_true",
+                    help="schema: the benchmark-suite schema instead of the profile's")
 
     sp = add("index", cmd_index, "build a pyserini BM25 index of a corpus JSONL", suite=None)
     sp.add_argument("--corpus", required=True)

@@ -110,6 +110,7 @@ def make_config(model_path, **train):
                   "micro_batch_rows": 8, "lr": 1e-3, "max_response_tokens": 8, "save_every": 1,
                   **train},
         "eval": {"n": 4, "batch_size": 64, "max_problems_per_source": 3},
+        "resources": {"backend": "local"},
     }
     return from_dict(raw)
 

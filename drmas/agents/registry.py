@@ -57,3 +57,9 @@ def _load_builtin() -> None:
         except ModuleNotFoundError as exc:
             if exc.name != module:
                 raise
+
+
+def known_agents() -> set[str]:
+    """Every agent name some registered MAS has (for checking per-agent config blocks)."""
+    _load_builtin()
+    return {agent for cls in ORCHESTRAS.values() for agent in getattr(cls, "agents", ())}

@@ -1,9 +1,12 @@
 """Checkpoints of a run: save and resume (weights, optimiser, RNG states, step, data cursor).
 
-Layout of `<run>/checkpoints/step<k>/` (and of `<run>/final/`, written without optimiser):
+Layout of `<checkpoints>/step<k>/` (and of `<run>/final/`, written without optimiser), where
+`<checkpoints>` is the run's checkpoint root (`<run>/checkpoints` unless the workflow puts it
+apart: see rules/train.smk):
 `<group>/` as written by the group's `save` (model.safetensors + tokenizer, loadable by
 `from_pretrained` and vLLM; optimizer.pt; rng_rank<r>.pt), `driver_rng.pkl`, and
-`trainer.json` ({step, sampler, groups}), written last. A checkpoint is built in `<name>.tmp`
+`metrics.jsonl` (the run's metrics up to that step, restored on resume), and `trainer.json`
+({step, sampler, groups, identity_hash}), written last. A checkpoint is built in `<name>.tmp`
 and renamed into place, so a crash at any moment (even SIGKILL mid-write) leaves either the
 previous checkpoint or the new one, never half of one: the next run resumes from the newest
 complete one instead of starting over.
@@ -23,8 +26,8 @@ import numpy as np
 STATE = "trainer.json"
 
 
-def step_dir(out: Path, step: int) -> Path:
-    return Path(out) / "checkpoints" / f"step{step}"
+def step_dir(root: Path, step: int) -> Path:
+    return Path(root) / f"step{step}"
 
 
 def _fsync_write(path: Path, data: bytes) -> None:
@@ -34,14 +37,17 @@ def _fsync_write(path: Path, data: bytes) -> None:
         os.fsync(f.fileno())
 
 
-def save(path: Path, groups: dict, state: dict, with_optimizer: bool = True) -> None:
-    """Write every group and the trainer state to `path`, atomically."""
+def save(path: Path, groups: dict, state: dict, with_optimizer: bool = True,
+         metrics: Path | None = None) -> None:
+    """Write every group, the metrics so far and the trainer state to `path`, atomically."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     for g, grp in groups.items():
         grp.save(tmp / g, with_optimizer=with_optimizer)
+    if metrics is not None and Path(metrics).exists():
+        _fsync_write(tmp / "metrics.jsonl", Path(metrics).read_bytes())
     _fsync_write(tmp / "driver_rng.pkl", pickle.dumps({"python": random.getstate(),
                                                        "numpy": np.random.get_state()}))
     _fsync_write(tmp / STATE, json.dumps(state).encode())
@@ -62,16 +68,16 @@ def read_state(path: Path) -> dict:
     return json.loads((Path(path) / STATE).read_text())
 
 
-def complete(out: Path) -> list[Path]:
-    """The run's complete checkpoints (those with their state file), oldest step first."""
-    done = [p.parent for p in (Path(out) / "checkpoints").glob(f"step*/{STATE}")
+def complete(root: Path) -> list[Path]:
+    """The complete checkpoints under `root` (those with their state file), oldest step first."""
+    done = [p.parent for p in Path(root).glob(f"step*/{STATE}")
             if p.parent.name[4:].isdigit()]
     return sorted(done, key=lambda p: int(p.name[4:]))
 
 
-def latest(out: Path) -> Path | None:
-    """The newest complete checkpoint of a run (by step), or None."""
-    done = complete(out)
+def latest(root: Path) -> Path | None:
+    """The newest complete checkpoint under `root` (by step), or None."""
+    done = complete(root)
     return done[-1] if done else None
 
 
@@ -89,12 +95,12 @@ def restore_driver_rng(path: Path) -> None:
         np.random.set_state(state["numpy"])
 
 
-def prune(out: Path, keep: int = 2) -> None:
+def prune(root: Path, keep: int = 2) -> None:
     """Drop all but the newest `keep` complete checkpoints, and any unfinished `*.tmp`."""
-    root = Path(out) / "checkpoints"
+    root = Path(root)
     for stale in root.glob("*.tmp"):
         shutil.rmtree(stale, ignore_errors=True)
-    for p in complete(out)[:-keep]:
+    for p in complete(root)[:-keep]:
         shutil.rmtree(p, ignore_errors=True)
 
 

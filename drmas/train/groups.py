@@ -29,8 +29,9 @@ def plan_groups(cfg: Config, assignment: str, agents: list[str]) -> dict[str, di
         elif settings != group["settings"]:
             other = group["agents"][0]
             key = _first_difference(group["settings"], settings)
-            raise ConfigError(f"agents {other!r} and {agent!r} share model {model!r} but differ "
-                              f"in train setting {key!r}; make them agree or set share: false")
+            raise ConfigError(f"agents {other!r} and {agent!r} share model {model!r} in assignment "
+                              f"{assignment!r} but differ in train setting {key!r}; make them "
+                              "agree or set share: false")
     return groups
 
 
@@ -42,6 +43,6 @@ def _first_difference(a: TrainConfig, b: TrainConfig) -> str:
 def model_dir(cfg: Config, suite: str, model: str) -> Path:
     """Where the warm-started (tiny) or pretrained model of a suite lives."""
     spec = cfg.models[model]
-    if spec["kind"] == "pretrained":
-        return Path(spec["path"])
+    if spec.kind == "pretrained":
+        return Path(spec.path)
     return cfg.results / "models" / suite / model

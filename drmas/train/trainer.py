@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import time
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from drmas.errors import ConfigError
 from drmas.rewards import get_reward
 from drmas.rollout.base import Sampling
 from drmas.rollout.mas import build_orchestra, derived_seed, run_mas, score_episodes
+from drmas.stages import changed_keys, digest, train_key
 from drmas.train import checkpoint
 from drmas.train.groups import model_dir, plan_groups
 from drmas.train.pool import make_groups
@@ -79,30 +81,55 @@ def _stats(values) -> dict:
     return {"mean": float(v.mean()), "std": float(v.std(ddof=1)) if v.size > 1 else 0.0}
 
 
+def run_identity(cfg: Config, suite: Suite, assignment: str, method: str, seed: int) -> dict:
+    """What decides a run's final weights: its train key (drmas/stages.py) and the content of
+    its tiny base models' weights (a re-made warm start is another starting point)."""
+    key = train_key(cfg, suite, assignment, method, seed)
+    key["base_weights"] = {m: _file_digest(model_dir(cfg, suite.name, m) / "model.safetensors")
+                           for m, spec in key["models"].items() if spec["kind"] == "tiny"}
+    return key
+
+
+def _file_digest(path: Path) -> str | None:
+    import hashlib
+
+    if not path.exists():
+        return None
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:16]
+
+
 class Trainer:
-    """One run: (suite, assignment, method, seed) -> `out_dir` (DESIGN, "run folder").
+    """One run: (suite, assignment, method, seed) -> `out_dir` (ARCHITECTURE.md, "Run folder").
 
     Starts its worker groups (and, for `resources.backend: ray`, a local Ray instance) on
     construction; `run` shuts them down at the end, `close` does it for a trainer used step by
-    step.
+    step. Checkpoints go to `checkpoints` (default `<out_dir>/checkpoints`); they and `final/`
+    are reused only by a run with the same identity (`run_identity`).
     """
 
     def __init__(self, cfg: Config, suite: Suite, assignment: str, method: str, seed: int,
-                 train_rows: list[dict], out_dir: str | Path, retriever=None):
+                 train_rows: list[dict], out_dir: str | Path, retriever=None,
+                 checkpoints: str | Path | None = None):
         self.cfg, self.suite, self.method, self.seed = cfg, suite, method, seed
         self.assignment = assignment
         self.mean_by, self.std_by = method_modes(method)
         self.out = Path(out_dir)
+        self.ckpt_root = Path(checkpoints) if checkpoints else self.out / "checkpoints"
         self.plan = plan_groups(cfg, assignment, suite.agents)
         self.agent_group = {a: g for g, spec in self.plan.items() for a in spec["agents"]}
         self.train = cfg.train
         self.orchestra = build_orchestra(suite, retriever)
         self.reward = get_reward(suite.reward)
         self.sampler = ProblemSampler(train_rows, self.train.prompts_per_step, seed)
+        base_dirs = {g: model_dir(cfg, suite.name, s["model"]) for g, s in self.plan.items()}
+        self.identity = run_identity(cfg, suite, assignment, method, seed)
+        self.identity_hash = digest(self.identity)
         t0 = time.perf_counter()
-        self.groups, self.pool = make_groups(
-            self.plan, {g: model_dir(cfg, suite.name, s["model"]) for g, s in self.plan.items()},
-            cfg.resources, cfg.threads)
+        self.groups, self.pool = make_groups(self.plan, base_dirs, cfg.resources, cfg.threads)
         self.startup = {"groups_s": time.perf_counter() - t0,
                         "ray_start_s": self.pool.start_s if self.pool else 0.0}
         self.step = 0
@@ -205,27 +232,49 @@ class Trainer:
     # -- checkpoints ---------------------------------------------------------------------
     def save(self, path: Path, final: bool = False) -> None:
         checkpoint.save(path, self.groups, {"step": self.step, "sampler": self.sampler.state(),
-                                            "groups": self.plan_summary()},
-                        with_optimizer=not final)
+                                            "groups": self.plan_summary(),
+                                            "identity_hash": self.identity_hash},
+                        with_optimizer=not final,
+                        metrics=None if final else self.out / "metrics.jsonl")
 
     def plan_summary(self) -> dict:
         return {g: {"model": s["model"], "agents": s["agents"]} for g, s in self.plan.items()}
 
+    def _same_run(self, where: Path, state: dict) -> bool:
+        """Whether a checkpoint or final save was made by this very configuration; if not,
+        say in one line which keys changed (when the save recorded them)."""
+        if state.get("identity_hash") == self.identity_hash:
+            return True
+        old = _read_identity(self.out / "config.yaml") if where == self.out / "final" else None
+        if old is None and (self.ckpt_root / "identity.json").exists():
+            old = json.loads((self.ckpt_root / "identity.json").read_text())
+        changed = changed_keys(old, self.identity) if old else ["(unrecorded)"]
+        print(f"drmas train: {where} was made with another configuration "
+              f"({', '.join(changed[:6])}{' ...' if len(changed) > 6 else ''}); starting afresh",
+              flush=True)
+        return False
+
     def resume(self) -> bool:
-        """Continue from the newest complete checkpoint, if any; True when resumed."""
-        ckpt = checkpoint.latest(self.out)
+        """Continue from the newest complete checkpoint of this very run, if any; True when
+        resumed. Checkpoints of another configuration are discarded."""
+        ckpt = checkpoint.latest(self.ckpt_root)
         if ckpt is None:
             return False
         state = checkpoint.read_state(ckpt)
+        if not self._same_run(ckpt, state):
+            shutil.rmtree(self.ckpt_root, ignore_errors=True)
+            return False
         if state["groups"] != self.plan_summary():
             raise ConfigError(f"{ckpt} holds groups {state['groups']}, this run has "
-                              f"{self.plan_summary()}; delete the run folder to start over")
+                              f"{self.plan_summary()}; delete {self.ckpt_root} to start over")
         for g, grp in self.groups.items():
             grp.load(ckpt / g)
         checkpoint.restore_driver_rng(ckpt)
         self.step = state["step"]
         self.sampler = ProblemSampler(self.sampler.problems, self.sampler.batch, self.seed,
                                       **state["sampler"])
+        if (ckpt / "metrics.jsonl").exists():      # the run folder may have been removed
+            shutil.copyfile(ckpt / "metrics.jsonl", self.out / "metrics.jsonl")
         checkpoint.truncate_metrics(self.out / "metrics.jsonl", self.step)
         return True
 
@@ -240,11 +289,12 @@ class Trainer:
 
     def _run(self) -> dict:
         self.out.mkdir(parents=True, exist_ok=True)
-        (self.out / "config.yaml").write_text(yaml.safe_dump(
-            {"config": self.cfg.raw, "suite": self.suite.name, "assignment": self.assignment,
-             "method": self.method, "seed": self.seed, "groups": self.plan_summary()}, sort_keys=False))
         steps = self.train.steps
         metrics = self.out / "metrics.jsonl"
+        final = self.out / "final"
+        if (final / checkpoint.STATE).exists() and not self._same_run(final, checkpoint.read_state(final)):
+            shutil.rmtree(final)
+        self._write_run_config()
         if checkpoint.finished(self.out, steps):     # crashed after the final save
             self.step = steps
             checkpoint.truncate_metrics(metrics, steps)
@@ -254,7 +304,9 @@ class Trainer:
         else:
             resumed_from = None
             metrics.unlink(missing_ok=True)
-        board = _board(self.out / "tensorboard", self.step)
+        self.ckpt_root.mkdir(parents=True, exist_ok=True)
+        (self.ckpt_root / "identity.json").write_text(json.dumps(self.identity, indent=1))
+        board = _board(self.out / "tensorboard", self.step, metrics)
         bar = tqdm(total=steps, initial=self.step, desc=f"train {self.out}", mininterval=2)
         with open(metrics, "a") as log:
             while self.step < steps:
@@ -262,17 +314,18 @@ class Trainer:
                 log.write(json.dumps(m) + "\n")
                 log.flush()
                 _scalars(board, m)
-                bar.update(1)
                 bar.set_postfix(step=self.step, reward=f"{m['team_reward']['mean']:.3f}",
                                 refresh=False)
+                bar.update(1)           # redraws with the postfix just set
                 if self.step % self.train.save_every == 0 and self.step < steps:
-                    self.save(checkpoint.step_dir(self.out, self.step))
-                    checkpoint.prune(self.out)
+                    self.save(checkpoint.step_dir(self.ckpt_root, self.step))
+                    checkpoint.prune(self.ckpt_root)
         bar.close()
         board.close()
         if not checkpoint.finished(self.out, steps):
             self.save(self.out / "final", final=True)
-        summary = {"steps": self.step, "groups": self.plan_summary(),
+        summary = {"steps": self.step, "identity_hash": self.identity_hash,
+                   "groups": self.plan_summary(),
                    "workers": {g: grp.describe() for g, grp in self.groups.items()},
                    "backend": self.cfg.resources.backend, "resumed_from": resumed_from,
                    "startup": self.startup}
@@ -280,11 +333,33 @@ class Trainer:
         return summary
 
 
-def _board(path: Path, step: int):
-    """TensorBoard writer beside metrics.jsonl; after a resume, events past `step` are purged."""
+    def _write_run_config(self) -> None:
+        """`config.yaml` of the run: the resolved config it ran with, and its identity."""
+        (self.out / "config.yaml").write_text(yaml.safe_dump(
+            {"config": self.cfg.resolved(), "suite": self.suite.name,
+             "assignment": self.assignment, "method": self.method, "seed": self.seed,
+             "groups": self.plan_summary(), "identity_hash": self.identity_hash,
+             "identity": self.identity}, sort_keys=False))
+
+
+def _read_identity(path: Path) -> dict | None:
+    try:
+        return yaml.safe_load(path.read_text()).get("identity")
+    except (OSError, AttributeError, yaml.YAMLError):
+        return None
+
+
+def _board(path: Path, step: int, metrics: Path):
+    """TensorBoard writer beside metrics.jsonl. After a resume the event files are rebuilt
+    from the restored metrics (the run folder may have been removed since)."""
     from torch.utils.tensorboard import SummaryWriter
 
-    return SummaryWriter(str(path), purge_step=step + 1 if step else None)
+    shutil.rmtree(path, ignore_errors=True)
+    board = SummaryWriter(str(path))
+    if step and metrics.exists():
+        for line in metrics.read_text().splitlines():
+            _scalars(board, json.loads(line))
+    return board
 
 
 def _flatten(m: dict, prefix: str = ""):
