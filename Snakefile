@@ -6,6 +6,7 @@
 # Rules are thin: each calls one `drmas` subcommand (see `drmas --help`). Each rule's
 # `params.key` is the slice of the config its job reads (drmas/stages.py): a change reruns
 # exactly the jobs whose slice changed. See ARCHITECTURE.md, "Reruns".
+import os
 import sys
 from pathlib import Path
 
@@ -35,6 +36,8 @@ CONFIG = f"{RES}/config.yaml"
 METHODS = CFG.methods
 SEEDS = CFG.seeds
 FIGURES = ["grad_norm", "team_reward", "theory_check"]
+WATCHERS = []
+WATCH_INTERVAL = float(os.environ.get("DRMAS_WATCH_INTERVAL", 30))
 
 
 onstart:
@@ -42,6 +45,23 @@ onstart:
     text = yaml.safe_dump(CFG.resolved(), sort_keys=False)
     if not Path(CONFIG).exists() or Path(CONFIG).read_text() != text:
         Path(CONFIG).write_text(text)
+    # Jobs report their progress bars to status files; a watcher prints the running jobs
+    # (step / total, ETA) to this terminal every 30 s (drmas/progress.py, drmas/watch.py).
+    from drmas.progress import STATUS_ENV
+    from drmas.watch import Watcher, status_dir
+
+    os.environ[STATUS_ENV] = str(Path(status_dir(RES)).resolve())
+    WATCHERS.append(Watcher(os.environ[STATUS_ENV], interval=WATCH_INTERVAL).start())
+
+
+onsuccess:
+    for watcher in WATCHERS:
+        watcher.stop()
+
+
+onerror:
+    for watcher in WATCHERS:
+        watcher.stop()
 
 
 wildcard_constraints:

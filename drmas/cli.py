@@ -112,7 +112,7 @@ def cmd_warmstart(args) -> None:
     tok = load_tokenizer(args.tokenizer)
     model = tiny_model(spec, len(tok), seed=args.seed)
     losses = sft(model, tok, traces, steps=w.steps, batch_size=w.batch_size, lr=w.lr,
-                 seed=args.seed, desc=f"warmstart {args.model}")
+                 seed=args.seed, desc=f"warmstart {suite.name}/{args.model}")
     model.save_pretrained(args.out, safe_serialization=True)
     tok.save_pretrained(args.out)
     (Path(args.out) / "sft_losses.json").write_text(_json.dumps(losses))
@@ -183,6 +183,12 @@ def cmd_config(args) -> None:
         print(schema_yaml(suite=args.suite_schema), end="")
     else:
         print(show(args.configfile, args.overrides, suite=args.suite), end="")
+
+
+def cmd_watch(args) -> None:
+    from drmas.watch import watch
+
+    watch(args.results, interval=args.interval, once=args.once)
 
 
 def cmd_index(args) -> None:
@@ -276,6 +282,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--suite", default=None, help="also apply this suite's suite_overrides")
     sp.add_argument("--suite-schema", action="store_true",
                     help="schema: the benchmark-suite schema instead of the profile's")
+
+    sp = add("watch", cmd_watch, "live table of a workflow's running jobs (step, ETA)", suite=None)
+    sp.add_argument("results", nargs="?", default="results/default",
+                    help="the profile's results folder (default: results/default)")
+    sp.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes")
+    sp.add_argument("--once", action="store_true", help="print the table once and exit")
 
     sp = add("index", cmd_index, "build a pyserini BM25 index of a corpus JSONL", suite=None)
     sp.add_argument("--corpus", required=True)

@@ -11,11 +11,11 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
-from tqdm import tqdm
 
 from drmas.config import Config, Suite
 from drmas.errors import ConfigError
 from drmas.metrics import aggregate
+from drmas.progress import bar as progress_bar
 from drmas.rewards import get_reward
 from drmas.rollout.base import Sampling
 from drmas.rollout.mas import build_orchestra, derived_seed, run_mas, score_episodes
@@ -86,7 +86,9 @@ def evaluate(cfg: Config, suite: Suite, assignment: str, problems: list[dict], o
     batch = [p for p in problems for _ in range(n)]
     samples = []
     # episodes run `batch_size` at a time: each turn's calls of one agent form one batch
-    for start in tqdm(range(0, len(batch), e.batch_size), desc=f"eval {out_dir}", mininterval=2):
+    m = meta or {}
+    job = f"eval {suite.name}/{assignment}/{m.get('method', 'run' if run_dir else 'base')}/seed{seed}"
+    for start in progress_bar(range(0, len(batch), e.batch_size), desc=job, job=job, mininterval=2):
         chunk = batch[start:start + e.batch_size]
         episodes = run_mas(orchestra, chunk, groups, agent_group,
                            lambda a: Sampling(e.temperature, e.top_p, max_tokens[a]),

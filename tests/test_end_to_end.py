@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
+import streaming
 from repo import REPO as ROOT
 
 REDUCED = {
@@ -30,16 +31,17 @@ REDUCED = {
 
 
 @pytest.mark.slow
-def test_default_workflow_reduced(tmp_path):
+def test_default_workflow_reduced(tmp_path, capsys):
     for name in ["Snakefile", "rules", "config", "benchmarks", "envs"]:
         src = ROOT / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
     raw = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
     raw.update(REDUCED)
     (tmp_path / "config" / "e2e.yaml").write_text(yaml.safe_dump(raw))
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+               DRMAS_WATCH_INTERVAL="30")
     cmd = [str(Path(sys.executable).parent / "snakemake"), "--cores", "2", "--configfile", "config/e2e.yaml"]
-    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1500)
+    proc = streaming.run(cmd, tmp_path, env, capsys, timeout=2400, label="e2e")
     assert proc.returncode == 0, proc.stderr[-4000:]
 
     res = tmp_path / "results" / "e2e"

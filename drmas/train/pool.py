@@ -94,8 +94,13 @@ class ResourcePool:
 def start_ray(num_cpus: int, num_gpus: int = 0) -> None:
     """A fresh local Ray instance (address="local": never attach to another cluster on the
     machine); actors inherit single-threaded OpenMP and set their own torch threads."""
+    import logging
+
     import ray
 
+    # A private local cluster gets Ray's default token authentication; its notice saying so
+    # would open every training log, so only that logger's warnings are silenced.
+    logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
     ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False,
              log_to_driver=False, configure_logging=False,
              runtime_env={"env_vars": {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}})

@@ -10,8 +10,8 @@ import math
 import random
 
 import torch
-from tqdm import tqdm
 
+from drmas.progress import bar as progress_bar
 from drmas.train.logprobs import length_chunks, pack, response_logprobs
 
 
@@ -43,7 +43,7 @@ def sft(model, tokenizer, traces, *, steps: int, batch_size: int, lr: float, see
         opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
     model.train()
     losses: list[float] = []
-    bar = tqdm(range(steps), desc=desc, mininterval=5, leave=False)
+    bar = progress_bar(range(steps), desc=desc, job=desc, mininterval=5, leave=False)
     for _ in bar:
         batch = [data[rng.randrange(len(data))] for _ in range(batch_size)]
         n_tokens = sum(len(r) for _, r in batch)

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import numpy as np
 import yaml
-from tqdm import tqdm
 
 from drmas.algos.advantages import compute_advantages, group_stats, method_modes
 from drmas.config import Config, Suite
 from drmas.errors import ConfigError
+from drmas.progress import bar as progress_bar
 from drmas.rewards import get_reward
 from drmas.rollout.base import Sampling
 from drmas.rollout.mas import build_orchestra, derived_seed, run_mas, score_episodes
@@ -128,6 +128,10 @@ class Trainer:
         base_dirs = {g: model_dir(cfg, suite.name, s["model"]) for g, s in self.plan.items()}
         self.identity = run_identity(cfg, suite, assignment, method, seed)
         self.identity_hash = digest(self.identity)
+        job = f"train {suite.name}/{assignment}/{method}/seed{seed}"
+        # shown from the start: starting Ray and loading the groups can take a while
+        self.bar = progress_bar(total=self.train.steps, desc=job, job=job, mininterval=2,
+                                postfix="starting")
         t0 = time.perf_counter()
         self.groups, self.pool = make_groups(self.plan, base_dirs, cfg.resources, cfg.threads)
         self.startup = {"groups_s": time.perf_counter() - t0,
@@ -136,6 +140,7 @@ class Trainer:
 
     def close(self) -> None:
         """Stop the groups' actors and Ray (nothing to do for local groups)."""
+        self.bar.close()
         if self.pool is not None:
             try:
                 for grp in self.groups.values():
@@ -307,7 +312,10 @@ class Trainer:
         self.ckpt_root.mkdir(parents=True, exist_ok=True)
         (self.ckpt_root / "identity.json").write_text(json.dumps(self.identity, indent=1))
         board = _board(self.out / "tensorboard", self.step, metrics)
-        bar = tqdm(total=steps, initial=self.step, desc=f"train {self.out}", mininterval=2)
+        bar = self.bar                       # from the start of this run's main loop
+        bar.reset(total=steps)
+        bar.initial = bar.n = self.step          # resumed steps do not count in the rate
+        bar.set_postfix_str("", refresh=True)
         with open(metrics, "a") as log:
             while self.step < steps:
                 m = self.train_step()
