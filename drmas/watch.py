@@ -52,6 +52,13 @@ def running(folder: str | Path, now: float | None = None) -> list[dict]:
     return sorted(out, key=lambda i: i.get("started", 0))
 
 
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
 def eta_s(info: dict) -> float | None:
     n, total, elapsed = info.get("n") or 0, info.get("total"), info.get("elapsed") or 0.0
     done_here = n - (info.get("initial") or 0)          # steps made since this job started
@@ -107,7 +114,7 @@ class Watcher:
             if jobs:
                 self.console.print(table(jobs))
             else:
-                done = len(list(self.folder.glob("*.json")))
+                done = sum(1 for p in self.folder.glob("*.json") if '"done": true' in _read(p))
                 self.console.print(f"drmas: {time.strftime('%H:%M:%S')} no progress bar running "
                                    f"(jobs starting or between stages; {done} finished)")
 

@@ -56,10 +56,12 @@ def test_dead_or_stale_jobs_are_not_running(tmp_path):
 
 def test_watcher_prints_at_its_interval(tmp_path, monkeypatch):
     monkeypatch.setenv(STATUS_ENV, str(tmp_path))
-    job = bar(total=4, job="warmstart search/small", status_every=0)
-    job.update(1)
+    (tmp_path / "old.json").write_text("{}")            # left by an earlier run: cleared
     out = io.StringIO()
     watcher = Watcher(tmp_path, interval=0.05, console=Console(file=out, width=120)).start()
+    assert not (tmp_path / "old.json").exists()
+    job = bar(total=4, job="warmstart search/small", status_every=0)
+    job.update(1)
     time.sleep(0.4)
     watcher.stop()
     job.close()
