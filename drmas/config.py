@@ -103,7 +103,20 @@ class ResourceConfig:
     workers_per_group: int = opt(1, "Ray actors per group (a torch.distributed group, FSDP2-sharded when > 1; ray backend only)", **POS)
     placement: Literal["colocated", "disjoint"] = opt("colocated", "colocated = all groups on the same devices, taking turns (the paper's setup); disjoint = each group on its own slice of the pool")
     num_cpus: int | None = opt(None, "CPUs of the pool (null = `threads`, i.e. Snakemake's threads for the job)", **POS)
-    num_gpus: int | None = opt(None, "GPUs of the pool (null = all visible)", minimum=0)
+    num_gpus: int | None = opt(None, "GPUs of the pool (null = all visible); also what the train job asks its scheduler for", minimum=0)
+    ray_address: str | None = opt(None, "join an existing Ray cluster at this address (e.g. `auto`, or `ray://head:10001`); null = start a private local one per run")
+
+
+RULES = ("prepare", "index", "tokenizer", "warmstart", "train", "evaluate", "report")
+
+
+@dataclass(frozen=True)
+class JobResources:
+    """What one job asks a cluster scheduler for (Snakemake `resources:`; ignored locally)."""
+
+    gpus: int = opt(0, "GPUs per job (the train job's default is resources.num_gpus)", minimum=0)
+    mem_mb: int = opt(8000, "memory per job in MB", **POS)
+    runtime: int = opt(120, "wall-clock limit per job in minutes", **POS)
 
 
 @dataclass(frozen=True)
@@ -167,6 +180,9 @@ class Config:
     eval: EvalConfig = opt(factory=EvalConfig, help="evaluation")
     resources: ResourceConfig = opt(factory=ResourceConfig, help="where the worker groups run")
     suite_overrides: dict[str, SuiteOverride] = opt(factory=dict, help="per suite name, keys that replace the profile's own for that suite's jobs")
+    job_resources: dict[str, dict] = opt(factory=dict, partial=JobResources, per_name=True,
+                                         propertyNames={"enum": list(RULES)},
+                                         help="per rule (prepare, index, tokenizer, warmstart, train, evaluate, report): what its jobs ask a cluster scheduler for")
     raw: dict = dataclasses.field(default_factory=dict, compare=False, repr=False, init=True,
                                   metadata={"internal": True})
 
@@ -218,6 +234,12 @@ class Config:
             return self
         raw = apply_suite_override(self.raw, over)
         return dataclasses.replace(from_dict(raw), threads=self.threads)
+
+    def job_resources_for(self, rule: str) -> JobResources:
+        """Scheduler resources of a rule's jobs: the defaults, the train job's GPUs from
+        `resources.num_gpus`, then the profile's `job_resources.<rule>`."""
+        base = JobResources(gpus=(self.resources.num_gpus or 0) if rule == "train" else 0)
+        return dataclasses.replace(base, **self.job_resources.get(rule, {}))
 
     def resolved(self) -> dict:
         """Every key with its value (defaults included), as plain data: what a job ran with."""

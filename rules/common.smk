@@ -71,3 +71,9 @@ def index_of(wildcards):
 def index_arg(wildcards, input):
     """`--index DIR` for searching suites, empty otherwise."""
     return f"--index {input.index[0]}" if input.index else ""
+
+
+def job(rule):
+    """Scheduler resources of a rule's jobs (drmas.config.Config.job_resources_for)."""
+    res = CFG.job_resources_for(rule)
+    return {"gpu": res.gpus, "mem_mb": res.mem_mb, "runtime": res.runtime}

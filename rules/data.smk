@@ -9,6 +9,8 @@ rule prepare:
         corpus=f"{RES}/data/{{suite}}/corpus.jsonl",  # empty unless the suite searches
     log:
         f"{RES}/logs/prepare/{{suite}}.log",
+    resources:
+        **job("prepare"),
     benchmark:
         f"{RES}/benchmarks/prepare/{{suite}}.tsv"
     params:
@@ -31,6 +33,8 @@ rule tokenizer:
         directory(f"{RES}/models/{{suite}}/tokenizer"),
     log:
         f"{RES}/logs/tokenizer/{{suite}}.log",
+    resources:
+        **job("tokenizer"),
     benchmark:
         f"{RES}/benchmarks/tokenizer/{{suite}}.tsv"
     params:
@@ -57,6 +61,8 @@ rule warmstart:
         directory(f"{RES}/models/{{suite}}/{{model}}"),
     log:
         f"{RES}/logs/warmstart/{{suite}}_{{model}}.log",
+    resources:
+        **job("warmstart"),
     benchmark:
         f"{RES}/benchmarks/warmstart/{{suite}}_{{model}}.tsv"
     threads: CFG.threads

@@ -12,6 +12,8 @@ rule evaluate_run:
         samples=f"{RES}/evals/{{suite}}/{{assignment}}/{{method}}/seed{{seed}}/samples.jsonl",
     log:
         f"{RES}/logs/eval/{{suite}}_{{assignment}}_{{method}}_seed{{seed}}.log",
+    resources:
+        **job("evaluate"),
     benchmark:
         f"{RES}/benchmarks/eval/{{suite}}_{{assignment}}_{{method}}_seed{{seed}}.tsv"
     threads: CFG.threads
@@ -39,6 +41,8 @@ rule evaluate_base:
         samples=f"{RES}/evals/{{suite}}/{{assignment}}/base/seed{{seed}}/samples.jsonl",
     log:
         f"{RES}/logs/eval/{{suite}}_{{assignment}}_base_seed{{seed}}.log",
+    resources:
+        **job("evaluate"),
     benchmark:
         f"{RES}/benchmarks/eval/{{suite}}_{{assignment}}_base_seed{{seed}}.tsv"
     threads: CFG.threads

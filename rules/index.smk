@@ -12,6 +12,8 @@ rule index:
         directory(f"{RES}/index/{{suite}}"),
     log:
         f"{RES}/logs/index/{{suite}}.log",
+    resources:
+        **job("index"),
     benchmark:
         f"{RES}/benchmarks/index/{{suite}}.tsv"
     # One thread, as the other jobs: a job that asks for more waits until that many cores are

@@ -18,6 +18,8 @@ rule table:
                          category="Tables", subcategory="{suite}", labels={"suite": "{suite}", "table": "behaviour"}),
     log:
         f"{RES}/logs/report/{{suite}}_table.log",
+    resources:
+        **job("report"),
     benchmark:
         f"{RES}/benchmarks/report/{{suite}}_table.tsv"
     params:
@@ -45,6 +47,8 @@ rule figures:
         theory_csv=f"{RES}/figures/{{suite}}_theory_check.csv",
     log:
         f"{RES}/logs/report/{{suite}}_figures.log",
+    resources:
+        **job("report"),
     benchmark:
         f"{RES}/benchmarks/report/{{suite}}_figures.tsv"
     params:

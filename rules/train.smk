@@ -12,6 +12,8 @@ rule train:
         directory(f"{RES}/runs/{{suite}}/{{assignment}}/{{method}}/seed{{seed}}"),
     log:
         f"{RES}/logs/train/{{suite}}_{{assignment}}_{{method}}_seed{{seed}}.log",
+    resources:
+        **job("train"),
     benchmark:
         f"{RES}/benchmarks/train/{{suite}}_{{assignment}}_{{method}}_seed{{seed}}.tsv"
     threads: CFG.threads

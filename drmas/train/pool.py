@@ -61,7 +61,7 @@ class ResourcePool:
         t0 = time.perf_counter()
         self.owns_ray = not ray.is_initialized()     # a Ray someone else started stays up
         if self.owns_ray:
-            start_ray(self.cpus, self.gpus)
+            start_ray(self.cpus, self.gpus, res.ray_address)
         self.start_s = time.perf_counter() - t0
         self.pg, self.slots = None, {}
 
@@ -91,9 +91,10 @@ class ResourcePool:
             ray.shutdown()
 
 
-def start_ray(num_cpus: int, num_gpus: int = 0) -> None:
+def start_ray(num_cpus: int, num_gpus: int = 0, address: str | None = None) -> None:
     """A fresh local Ray instance (address="local": never attach to another cluster on the
-    machine); actors inherit single-threaded OpenMP and set their own torch threads."""
+    machine by accident), or the existing cluster at `address` (`resources.ray_address`);
+    actors inherit single-threaded OpenMP and set their own torch threads."""
     import logging
 
     import ray
@@ -101,9 +102,12 @@ def start_ray(num_cpus: int, num_gpus: int = 0) -> None:
     # A private local cluster gets Ray's default token authentication; its notice saying so
     # would open every training log, so only that logger's warnings are silenced.
     logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
+    env = {"env_vars": {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}}
+    if address:                          # a cluster someone else sized: join it as it is
+        ray.init(address=address, log_to_driver=False, configure_logging=False, runtime_env=env)
+        return
     ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False,
-             log_to_driver=False, configure_logging=False,
-             runtime_env={"env_vars": {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}})
+             log_to_driver=False, configure_logging=False, runtime_env=env)
 
 
 def _visible_gpus() -> int:
