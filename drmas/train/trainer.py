@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 import time
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from tqdm import tqdm
 
 from drmas.algos.advantages import compute_advantages, group_stats, method_modes
 from drmas.config import Config, Suite
-from drmas.errors import ConfigError
+from drmas.errors import ConfigError, DrmasError
 from drmas.rewards import get_reward
 from drmas.rollout.base import Sampling
 from drmas.rollout.mas import build_orchestra, derived_seed, run_mas, score_episodes
@@ -212,22 +213,51 @@ class Trainer:
         return {g: {"model": s["model"], "agents": s["agents"]} for g, s in self.plan.items()}
 
     def resume(self) -> bool:
-        """Continue from the newest complete checkpoint, if any; True when resumed."""
-        ckpt = checkpoint.latest(self.out)
-        if ckpt is None:
-            return False
-        state = checkpoint.read_state(ckpt)
-        if state["groups"] != self.plan_summary():
-            raise ConfigError(f"{ckpt} holds groups {state['groups']}, this run has "
-                              f"{self.plan_summary()}; delete the run folder to start over")
-        for g, grp in self.groups.items():
-            grp.load(ckpt / g)
-        checkpoint.restore_driver_rng(ckpt)
+        """Continue from the newest usable checkpoint, if any; True when resumed.
+
+        Checkpoints are tried newest first; one that fails `checkpoint.verify` or fails to
+        load is set aside (renamed `step<k>.unusable`) and the next older one is tried, with
+        one line on stderr saying so. When checkpoints exist but none is usable the run
+        stops (DrmasError naming the folder) rather than start over: starting afresh would
+        silently spend again the compute the checkpoints stood for, while the damage may be
+        recoverable (a disk or copy problem); the user decides, by moving the folder away.
+        """
+        skipped: list[tuple[Path, str]] = []
+        for ckpt in reversed(checkpoint.complete(self.out)):
+            problem = checkpoint.verify(ckpt)
+            if problem is None:
+                state = checkpoint.read_state(ckpt)
+                if state.get("groups") != self.plan_summary():
+                    raise ConfigError(f"{ckpt} holds groups {state.get('groups')}, this run has "
+                                      f"{self.plan_summary()}; delete the run folder to start over")
+                problem = self._load(ckpt, state)
+            if problem is None:
+                if skipped:
+                    aside = [checkpoint.set_aside(bad).name for bad, _ in skipped]
+                    _warn(f"checkpoint {_listing(skipped)} unusable, set aside as "
+                          f"{', '.join(aside)}; resuming from {ckpt} (step {self.step})")
+                checkpoint.truncate_metrics(self.out / "metrics.jsonl", self.step)
+                return True
+            skipped.append((ckpt, problem))
+        if skipped:
+            raise DrmasError(f"{self.out / 'checkpoints'}: no usable checkpoint "
+                             f"({_listing(skipped)}); move {self.out} away to start afresh")
+        return False
+
+    def _load(self, ckpt: Path, state: dict) -> str | None:
+        """Load every group, the driver's RNG and the sampler from `ckpt`; None when done,
+        else what failed (a later, successful load overwrites whatever this one set)."""
+        try:
+            for g, grp in self.groups.items():
+                grp.load(ckpt / g)
+            checkpoint.restore_driver_rng(ckpt)
+        except Exception as exc:    # a torn file that verify could not see (old checkpoints)
+            lines = [l for l in str(exc).splitlines() if l.strip()] or [type(exc).__name__]
+            return f"cannot be loaded ({lines[-1].strip()[:200]})"
         self.step = state["step"]
         self.sampler = ProblemSampler(self.sampler.problems, self.sampler.batch, self.seed,
-                                      **state["sampler"])
-        checkpoint.truncate_metrics(self.out / "metrics.jsonl", self.step)
-        return True
+                                      epoch=state["sampler"]["epoch"], pos=state["sampler"]["pos"])
+        return None
 
     # -- the loop ------------------------------------------------------------------------
     def run(self) -> dict:
@@ -245,6 +275,9 @@ class Trainer:
              "method": self.method, "seed": self.seed, "groups": self.plan_summary()}, sort_keys=False))
         steps = self.train.steps
         metrics = self.out / "metrics.jsonl"
+        final = self.out / "final"
+        if (final / checkpoint.STATE).exists() and (problem := checkpoint.verify(final)):
+            _warn(f"{final} is unusable ({problem}); it will be written again")
         if checkpoint.finished(self.out, steps):     # crashed after the final save
             self.step = steps
             checkpoint.truncate_metrics(metrics, steps)
@@ -278,6 +311,15 @@ class Trainer:
                    "startup": self.startup}
         (self.out / "summary.json").write_text(json.dumps(summary, indent=1))
         return summary
+
+
+def _warn(message: str) -> None:
+    """One line on stderr (beside tqdm's bar and the job's log), never a traceback."""
+    print(f"drmas train: {' '.join(message.split())}", file=sys.stderr, flush=True)
+
+
+def _listing(skipped: list[tuple[Path, str]]) -> str:
+    return ", ".join(f"{p.name} ({why})" for p, why in skipped)
 
 
 def _board(path: Path, step: int):
