@@ -16,13 +16,14 @@ import pytest
 import yaml
 
 from drmas.config import ROOT
+from drmas.train import checkpoint
 from test_end_to_end import REDUCED
 
 # Today's workflow layout, in one place (the workflow may move folders: adapt here).
 PROFILE = REDUCED["profile"]
 TABLES = f"results/{PROFILE}/tables"                       # every file in it is compared
 RUNS = f"results/{PROFILE}/runs"
-FIRST_CHECKPOINT = "*/*/*/seed*/checkpoints/step*/trainer.json"   # under RUNS
+RUN_FOLDERS = "*/*/*/seed*"                                # under RUNS
 SUMMARY = "summary.json"                                   # in a run folder, written last
 WORKFLOW = ["Snakefile", "rules", "config", "benchmarks", "envs"]
 
@@ -69,13 +70,13 @@ def descendants(pid: int) -> set[int]:
 
 def kill_at_first_checkpoint(root: Path, timeout=1500) -> Path:
     """Start the workflow in its own process group; SIGKILL the group as soon as an RL run
-    has a checkpoint (mid-run: later steps, its final save and its evaluation still to
-    come). Returns that run's folder."""
+    has a complete checkpoint (renamed into place, not `step<k>.tmp`: mid-run, with later
+    steps, its final save and its evaluation still to come). Returns that run's folder."""
     proc = subprocess.Popen([*SNAKEMAKE, "--cores", "2"], cwd=root, env=ENV, text=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)
     deadline = time.time() + timeout
-    while not (hits := list((root / RUNS).glob(FIRST_CHECKPOINT))):
+    while not (hits := [run for run in (root / RUNS).glob(RUN_FOLDERS) if checkpoint.latest(run)]):
         assert proc.poll() is None, "the workflow ended before any checkpoint:\n" + proc.stderr.read()[-3000:]
         assert time.time() < deadline, "no checkpoint appeared"
         time.sleep(0.05)
@@ -88,7 +89,7 @@ def kill_at_first_checkpoint(root: Path, timeout=1500) -> Path:
         except ProcessLookupError:
             pass
     proc.stderr.close()
-    return hits[0].parents[2]
+    return hits[0]
 
 
 def tables(root: Path) -> dict[str, bytes]:
