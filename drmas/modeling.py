@@ -74,7 +74,10 @@ def load_tokenizer(path: str | Path):
     config = Path(path) / "tokenizer_config.json"
     plain = config.exists() and json.loads(config.read_text()).get("tokenizer_class") in (
         "TokenizersBackend", "PreTrainedTokenizerFast")
-    tok = (PreTrainedTokenizerFast if plain else AutoTokenizer).from_pretrained(str(path))
+    try:
+        tok = (PreTrainedTokenizerFast if plain else AutoTokenizer).from_pretrained(str(path))
+    except OSError as exc:
+        raise ConfigError(f"cannot load tokenizer from {path}: {str(exc).splitlines()[0]}") from exc
     tok.padding_side = "left"
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token

@@ -40,14 +40,14 @@ def test_changed_lr_then_steps_retrains_into_the_same_folder(tiny_model_dir, mat
     s1 = train(first, rows, run)
     w1 = weights(run)
     s2 = train(faster, rows, run)                 # same folder, another lr
-    assert "another configuration" in capsys.readouterr().out
+    assert "another configuration" in capsys.readouterr().err
     assert s2["identity_hash"] != s1["identity_hash"] and s2["resumed_from"] is None
     train(faster, rows, tmp_path / "fresh_faster")
     assert not same(weights(run), w1)
     assert same(weights(run), weights(tmp_path / "fresh_faster"))
 
     s3 = train(shorter, rows, run)                # same folder, fewer steps
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert "another configuration" in out and "train.solver.steps" in out
     train(shorter, rows, tmp_path / "fresh_shorter")
     assert s3["steps"] == 1 and json.loads((run / "summary.json").read_text())["steps"] == 1
@@ -63,7 +63,7 @@ def test_same_configuration_reuses_the_finished_run(tiny_model_dir, math_rows, t
     train(cfg, rows, tmp_path / "run")
     before = weights(tmp_path / "run")
     summary = train(cfg, rows, tmp_path / "run")
-    assert summary["resumed_from"] == 2 and "another configuration" not in capsys.readouterr().out
+    assert summary["resumed_from"] == 2 and "another configuration" not in capsys.readouterr().err
     assert same(weights(tmp_path / "run"), before)
 
 
@@ -83,7 +83,7 @@ def test_checkpoints_of_another_configuration_are_not_resumed(tiny_model_dir, ma
     t.reward = odd_length_reward
     summary = t.run()
     assert summary["resumed_from"] is None
-    assert "train.solver.clip_high" in capsys.readouterr().out
+    assert "train.solver.clip_high" in capsys.readouterr().err
 
 
 def test_resume_after_the_run_folder_was_removed_restores_metrics(tiny_model_dir, math_rows, tmp_path):

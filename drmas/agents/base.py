@@ -8,9 +8,10 @@ generate call, and lets tests drive an orchestra with scripted agents.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
+
+from drmas.tags import last_tag  # noqa: F401  (agents import it from here)
 
 Messages = list[dict[str, str]]
 
@@ -52,12 +53,6 @@ class Episode:
     answer: str = ""
     done: bool = False
     info: dict = field(default_factory=dict)
-
-
-def last_tag(text: str, tag: str) -> str | None:
-    """Content of the last `<tag>...</tag>` in `text` (stripped), or None."""
-    found = re.findall(rf"<{tag}>(.*?)</{tag}>", text, flags=re.DOTALL)
-    return found[-1].strip() if found else None
 
 
 def parse_verdict(text: str, verdicts: tuple[str, ...], default: str) -> Action:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import yaml
 
 from drmas.algos.advantages import compute_advantages, group_stats, method_modes
 from drmas.config import Config, Suite
-from drmas.errors import ConfigError
+from drmas.errors import ConfigError, DrmasError
 from drmas.progress import bar as progress_bar
 from drmas.rewards import get_reward
 from drmas.rollout.base import Sampling
@@ -254,34 +255,64 @@ class Trainer:
         if old is None and (self.ckpt_root / "identity.json").exists():
             old = json.loads((self.ckpt_root / "identity.json").read_text())
         changed = changed_keys(old, self.identity) if old else ["(unrecorded)"]
-        print(f"drmas train: {where} was made with another configuration "
-              f"({', '.join(changed[:6])}{' ...' if len(changed) > 6 else ''}); starting afresh",
-              flush=True)
+        _warn(f"{where} was made with another configuration "
+              f"({', '.join(changed[:6])}{' ...' if len(changed) > 6 else ''}); starting afresh")
         return False
 
     def resume(self) -> bool:
-        """Continue from the newest complete checkpoint of this very run, if any; True when
-        resumed. Checkpoints of another configuration are discarded."""
-        ckpt = checkpoint.latest(self.ckpt_root)
-        if ckpt is None:
-            return False
-        state = checkpoint.read_state(ckpt)
-        if not self._same_run(ckpt, state):
-            shutil.rmtree(self.ckpt_root, ignore_errors=True)
-            return False
-        if state["groups"] != self.plan_summary():
-            raise ConfigError(f"{ckpt} holds groups {state['groups']}, this run has "
-                              f"{self.plan_summary()}; delete {self.ckpt_root} to start over")
-        for g, grp in self.groups.items():
-            grp.load(ckpt / g)
-        checkpoint.restore_driver_rng(ckpt)
+        """Continue from the newest usable checkpoint of this very run, if any; True when
+        resumed.
+
+        Checkpoints are tried newest first; one that fails `checkpoint.verify` or fails to
+        load is set aside (renamed `step<k>.unusable`) and the next older one is tried, with
+        one line on stderr saying so. A checkpoint of another configuration (another run
+        identity) is never resumed: all of them are discarded and the run starts afresh.
+        When checkpoints of this run exist but none is usable the run stops (DrmasError
+        naming the folder) rather than start over: starting afresh would silently spend again
+        the compute the checkpoints stood for, while the damage may be recoverable (a disk or
+        copy problem); the user decides, by moving the folder away.
+        """
+        skipped: list[tuple[Path, str]] = []
+        for ckpt in reversed(checkpoint.complete(self.ckpt_root)):
+            problem = checkpoint.verify(ckpt)
+            if problem is None:
+                state = checkpoint.read_state(ckpt)
+                if not self._same_run(ckpt, state):
+                    shutil.rmtree(self.ckpt_root, ignore_errors=True)
+                    return False
+                if state.get("groups") != self.plan_summary():
+                    raise ConfigError(f"{ckpt} holds groups {state.get('groups')}, this run has "
+                                      f"{self.plan_summary()}; delete {self.ckpt_root} to start over")
+                problem = self._load(ckpt, state)
+            if problem is None:
+                if skipped:
+                    aside = [checkpoint.set_aside(bad).name for bad, _ in skipped]
+                    _warn(f"checkpoint {_listing(skipped)} unusable, set aside as "
+                          f"{', '.join(aside)}; resuming from {ckpt} (step {self.step})")
+                if (ckpt / "metrics.jsonl").exists():    # the run folder may have been removed
+                    shutil.copyfile(ckpt / "metrics.jsonl", self.out / "metrics.jsonl")
+                checkpoint.truncate_metrics(self.out / "metrics.jsonl", self.step)
+                return True
+            skipped.append((ckpt, problem))
+        if skipped:
+            raise DrmasError(f"{self.ckpt_root}: no usable checkpoint ({_listing(skipped)}); "
+                             f"move {self.ckpt_root} away to start afresh")
+        return False
+
+    def _load(self, ckpt: Path, state: dict) -> str | None:
+        """Load every group, the driver's RNG and the sampler from `ckpt`; None when done,
+        else what failed (a later, successful load overwrites whatever this one set)."""
+        try:
+            for g, grp in self.groups.items():
+                grp.load(ckpt / g)
+            checkpoint.restore_driver_rng(ckpt)
+        except Exception as exc:    # a torn file that verify could not see (old checkpoints)
+            lines = [l for l in str(exc).splitlines() if l.strip()] or [type(exc).__name__]
+            return f"cannot be loaded ({lines[-1].strip()[:200]})"
         self.step = state["step"]
         self.sampler = ProblemSampler(self.sampler.problems, self.sampler.batch, self.seed,
-                                      **state["sampler"])
-        if (ckpt / "metrics.jsonl").exists():      # the run folder may have been removed
-            shutil.copyfile(ckpt / "metrics.jsonl", self.out / "metrics.jsonl")
-        checkpoint.truncate_metrics(self.out / "metrics.jsonl", self.step)
-        return True
+                                      epoch=state["sampler"]["epoch"], pos=state["sampler"]["pos"])
+        return None
 
     # -- the loop ------------------------------------------------------------------------
     def run(self) -> dict:
@@ -297,8 +328,11 @@ class Trainer:
         steps = self.train.steps
         metrics = self.out / "metrics.jsonl"
         final = self.out / "final"
-        if (final / checkpoint.STATE).exists() and not self._same_run(final, checkpoint.read_state(final)):
-            shutil.rmtree(final)
+        if (final / checkpoint.STATE).exists():
+            if problem := checkpoint.verify(final):
+                _warn(f"{final} is unusable ({problem}); it will be written again")
+            elif not self._same_run(final, checkpoint.read_state(final)):
+                shutil.rmtree(final)
         self._write_run_config()
         if checkpoint.finished(self.out, steps):     # crashed after the final save
             self.step = steps
@@ -355,6 +389,15 @@ def _read_identity(path: Path) -> dict | None:
         return yaml.safe_load(path.read_text()).get("identity")
     except (OSError, AttributeError, yaml.YAMLError):
         return None
+
+
+def _warn(message: str) -> None:
+    """One line on stderr (beside tqdm's bar and the job's log), never a traceback."""
+    print(f"drmas train: {' '.join(message.split())}", file=sys.stderr, flush=True)
+
+
+def _listing(skipped: list[tuple[Path, str]]) -> str:
+    return ", ".join(f"{p.name} ({why})" for p, why in skipped)
 
 
 def _board(path: Path, step: int, metrics: Path):

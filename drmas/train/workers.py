@@ -291,28 +291,47 @@ class GroupWorker:
                     save_file({k: v.contiguous() for k, v in trainable.items()},
                               str(path / "lora.safetensors"))
         if optim is not None:
-            torch.save({"torch": torch.get_rng_state(), "python": random.getstate(),
-                        "numpy": np.random.get_state()}, path / f"rng_rank{self.rank}.pt")
+            torch.save(self._rng_state(), path / f"rng_rank{self.rank}.pt")
+
+    def _rng_state(self) -> dict:
+        """This rank's RNG states: CPU torch, Python, NumPy, and its CUDA device's when it
+        trains on one (sampling and dropout there draw from the device generator)."""
+        state = {"torch": torch.get_rng_state(), "python": random.getstate(),
+                 "numpy": np.random.get_state()}
+        if self.device.type == "cuda":
+            state["cuda"] = torch.cuda.get_rng_state(self.device)
+        return state
+
+    def _set_rng_state(self, state: dict) -> None:
+        """Restore `_rng_state`; a CUDA state is skipped on a rank without a CUDA device
+        (a GPU checkpoint resumed on CPU: the CPU states still restore)."""
+        torch.set_rng_state(state["torch"])
+        random.setstate(state["python"])
+        np.random.set_state(state["numpy"])
+        if "cuda" in state and self.device.type == "cuda":
+            torch.cuda.set_rng_state(state["cuda"], self.device)
 
     def load(self, path: str | Path) -> None:
-        """Restore what `save` wrote (resume); any world size can load any world size's save."""
+        """Restore what `save` wrote (resume); any world size can load any world size's save.
+
+        Every file is read before anything is changed, so a torn file raises with this worker
+        as it was and the trainer can fall back to an older checkpoint."""
         from safetensors.torch import load_file
 
         path = Path(path)
         lora = self.settings.lora_rank > 0
         state = load_file(str(path / ("lora.safetensors" if lora else "model.safetensors")))
+        saved = (torch.load(path / "optimizer.pt", weights_only=False)
+                 if self.optimizer is not None and (path / "optimizer.pt").exists() else None)
+        rng = path / f"rng_rank{self.rank}.pt"
+        rng_state = torch.load(rng, weights_only=False) if rng.exists() else None
         dist.load_full_state(self.model, state, sharded=self.world > 1)
         if self.world > 1:
             self.sync()
-        if self.optimizer is not None and (path / "optimizer.pt").exists():
-            saved = torch.load(path / "optimizer.pt", weights_only=False)
+        if saved is not None:
             dist.load_optimizer_state(self.model, self.optimizer, saved["optimizer"])
-        rng = path / f"rng_rank{self.rank}.pt"
-        if rng.exists():
-            r = torch.load(rng, weights_only=False)
-            torch.set_rng_state(r["torch"])
-            random.setstate(r["python"])
-            np.random.set_state(r["numpy"])
+        if rng_state is not None:
+            self._set_rng_state(rng_state)
 
 
 class LocalGroup(GroupWorker):
