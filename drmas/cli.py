@@ -48,10 +48,10 @@ def _retriever(args, suite):
 
 
 def _traces(args, cfg, suite, rows, seed):
-    from drmas.data.traces import TRACE_BUILDERS
+    from drmas.registry import DEMONSTRATIONS
 
-    return TRACE_BUILDERS[suite.mas](rows, seed=seed, mistake_rate=cfg.warmstart.mistake_rate,
-                                     retriever=_retriever(args, suite))
+    return DEMONSTRATIONS.get(suite.mas)(rows, seed=seed, mistake_rate=cfg.warmstart.mistake_rate,
+                                         retriever=_retriever(args, suite))
 
 
 def cmd_prepare(args) -> None:

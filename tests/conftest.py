@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from drmas.data.arithmetic import generate
-from drmas.data.traces import math_traces
+from drmas.data.generators.arithmetic import generate
+from drmas.mas.math.demos import math_traces
 
 SMALL = {"kind": "tiny", "hidden_size": 64, "layers": 2, "heads": 1, "intermediate_size": 128}
 

@@ -27,6 +27,7 @@ from drmas.rollout.mas import build_orchestra, derived_seed, run_mas, score_epis
 from drmas.train import checkpoint
 from drmas.train.groups import model_dir, plan_groups
 from drmas.train.pool import make_groups
+from drmas.train.schedule import group_uids
 
 #: metrics keys that measure the machine, not the run: they differ between identical runs
 VOLATILE = ("time", "tokens_per_s", "update_tokens_per_s", "memory")
@@ -136,7 +137,9 @@ class Trainer:
             times[phase], clock[0] = now - clock[0], now
 
         n = self.train.group_n
-        problems = [dict(p, uid=f"{p['id']}@{self.step}") for p in self.sampler.next()]
+        drawn = self.sampler.next()
+        uids = group_uids(drawn, self.step, per_slot=getattr(self.train, "per_slot_uids", False))
+        problems = [dict(p, uid=uid) for p, uid in zip(drawn, uids)]
         batch = [p for p in problems for _ in range(n)]
         episodes = run_mas(self.orchestra, batch, self.groups, self.agent_group, self.sampling,
                            derived_seed(self.seed, "rollout", self.step))
