@@ -54,10 +54,10 @@ def _retriever(args, suite):
 
 
 def _traces(args, cfg, suite, rows, seed):
-    from drmas.data.traces import TRACE_BUILDERS
+    from drmas.registry import DEMONSTRATIONS
 
-    return TRACE_BUILDERS[suite.mas](rows, seed=seed, mistake_rate=cfg.warmstart.mistake_rate,
-                                     retriever=_retriever(args, suite))
+    return DEMONSTRATIONS.get(suite.mas)(rows, seed=seed, mistake_rate=cfg.warmstart.mistake_rate,
+                                         retriever=_retriever(args, suite))
 
 
 def cmd_prepare(args) -> None:
@@ -155,7 +155,7 @@ def cmd_evaluate(args) -> None:
         scores = reuse_base(cfg, suite, args.same_as, args.out, meta)
     else:
         rows = read_prepared(Path(args.data) / "test.jsonl")
-        checks.check_model_dirs(p for p, _, _ in group_paths(cfg, suite, args.assignment,
+        checks.check_model_dirs(p for p, *_ in group_paths(cfg, suite, args.assignment,
                                                              args.run).values())
         _setup(cfg)
         scores = evaluate(cfg, suite, args.assignment, rows, args.out, run_dir=args.run,

@@ -54,11 +54,19 @@ class TrainConfig:
     recompute_logprobs: bool = opt(False, "recompute behaviour logprobs with the trainer before the update (needed when the engine's numerics differ from the trainer's, e.g. vLLM); false uses the engine's own")
     lora_rank: int = opt(0, "LoRA rank of the q/k/v/o projections (0 = full fine-tuning); saved weights are merged, so they load without peft", minimum=0)
     lora_alpha: float = opt(32.0, "LoRA scaling numerator (the update is scaled by lora_alpha / lora_rank)", exclusiveMinimum=0)
+    entropy_coeff: float = opt(0.0, "entropy bonus coefficient in the policy loss (the paper's search runs: 0.001, its math runs: 0)", minimum=0)
+    loss_aggregation: Literal["minibatch", "verl"] = opt("verl", "token-mean of the loss: `verl` = mean per micro-batch, then over micro-batches (the paper's code); `minibatch` = one token denominator over the whole mini-batch")
+    log_ratio_clamp: float | None = opt(None, "clamp the new/old log-ratio to +-this before exp (null = no clamp, as verl)", exclusiveMinimum=0)
+    max_prompt_tokens: int | None = opt(4096, "longest prompt in tokens; longer ones are cut on the `prompt_truncation` side (null = no cap)", **POS)
+    prompt_truncation: Literal["left", "middle", "right"] = opt("left", "which part of an over-long prompt is cut: left keeps the end (the paper's search runs), middle keeps both ends (its math runs), right keeps the start")
+    per_slot_uids: bool = opt(True, "every drawn problem slot is its own GRPO group (as upstream); false = a problem drawn twice in one step shares one group")
+    epochs: int | None = opt(None, "if set, the run's length in passes over the training set (steps = epochs x problems / prompts_per_step, as verl counts); null = `steps`", **POS)
 
 
 #: Properties of a whole run (batch shape, schedule): one value for all agents, so a
 #: per-agent override of one of them is an error.
-RUN_KEYS = ("steps", "prompts_per_step", "group_n", "ppo_mini_batches", "save_every", "norm_by_std")
+RUN_KEYS = ("steps", "prompts_per_step", "group_n", "ppo_mini_batches", "save_every", "norm_by_std",
+            "per_slot_uids", "epochs")
 
 
 @dataclass(frozen=True)
@@ -130,6 +138,7 @@ class ModelSpec:
     heads: int | None = opt(None, "tiny: attention heads", **POS)
     intermediate_size: int | None = opt(None, "tiny: MLP width", **POS)
     max_positions: int = opt(512, "tiny: longest sequence (prompt + response) in tokens", **POS)
+    chat_template_kwargs: dict = opt(factory=dict, help="keyword arguments for the model's chat template (Qwen3 in the paper: {enable_thinking: false})")
     warmstart: dict = opt(factory=dict, partial=WarmstartConfig,
                           help="tiny: warm-start keys for this model, over the profile's (and the suite's) own")
 
@@ -171,6 +180,7 @@ class Config:
     methods: list[Method] = opt(factory=lambda: ["grpo", "drmas"], minItems=1,
                                 help="advantage estimators: grpo = one pool per prompt group, drmas = one pool per agent in it; the other two are the paper's ablations")
     threads: int = opt(1, "torch threads per job (Snakemake runs jobs side by side)", **POS)
+    prompt_set: Literal["upstream", "compact"] = opt("upstream", "the agents' prompts: `upstream` = the paper's templates exactly; `compact` = short prompts for the tiny models (same control flow and parsing)")
     datasets: dict[str, str] = opt(factory=dict, help="per suite, which `datasets:` entry of its benchmark file to use (default: the profile name)")
     tokenizer: TokenizerConfig = opt(factory=TokenizerConfig, help="the tiny models' tokenizer")
     warmstart: WarmstartConfig = opt(factory=WarmstartConfig, help="warm start of the tiny models")
@@ -281,9 +291,9 @@ def config_schema() -> dict:
 # -- checks beyond the schema ------------------------------------------------------------
 def _check_agent_blocks(raw: dict) -> None:
     """Per-agent blocks: no run-wide key, and only agents some MAS has."""
-    from drmas.agents.registry import known_agents
+    from drmas.registry import MAS
 
-    known = known_agents()
+    known = {agent for name in MAS.names() for agent in MAS.get(name).agents}
     blocks = [("agents", raw.get("agents") or {})]
     blocks += [(f"suite_overrides.{s}.agents", (o or {}).get("agents") or {})
                for s, o in (raw.get("suite_overrides") or {}).items() if isinstance(o, dict)]
@@ -443,7 +453,7 @@ class Suite:
     """A benchmark suite (benchmarks/<name>.yaml): data, MAS, reward."""
 
     name: str = opt(help="suite name (the file's stem); tables and figures are named after it", pattern="^[A-Za-z0-9_-]+$")
-    mas: str = opt(help="the multi-agent system (an orchestra registered in drmas/agents)")
+    mas: str = opt(help="the multi-agent system (a folder of drmas/mas/, registered as a MAS)")
     agents: list[str] = opt(help="the MAS's agents that take part, in its order", minItems=1)
     reward: str = opt(help="team reward function (registered in drmas/rewards)")
     invalid_penalty: float = opt(help="subtracted from a row's score when its output breaks the format", minimum=0, maximum=1)
@@ -480,9 +490,9 @@ def load_suite(path: str | Path) -> Suite:
     path = Path(path)
     raw = coerce(read_yaml(path, "benchmark"), suite_schema())
     validate(raw, suite_schema(), what=str(path))
-    from drmas.agents.registry import get_orchestra
+    from drmas.registry import MAS
 
-    roles = get_orchestra(raw["mas"]).agents
+    roles = MAS.get(raw["mas"]).agents
     for agent in raw["agents"]:
         if agent not in roles:
             raise ConfigError(f"{path}: agents: unknown agent {agent!r} for MAS {raw['mas']!r}; "

@@ -51,7 +51,7 @@ def group_paths(cfg: Config, suite: Suite, assignment: str, run_dir: str | Path 
     """{group: (model path, agents)}: a run's final weights, or the warm-started models."""
     plan = plan_groups(cfg, assignment, suite.agents)
     return {g: (Path(run_dir) / "final" / g if run_dir else model_dir(cfg, suite.name, s["model"]),
-                s["agents"], s["settings"]) for g, s in plan.items()}
+                s["agents"], s["settings"], s["encoding"]) for g, s in plan.items()}
 
 
 def reuse_base(cfg: Config, suite: Suite, twin_dir, out_dir, meta: dict) -> dict:
@@ -76,11 +76,12 @@ def evaluate(cfg: Config, suite: Suite, assignment: str, problems: list[dict], o
     e = cfg.eval
     n = e.n
     paths = group_paths(cfg, suite, assignment, run_dir)
-    groups = {g: LocalGroup(g, p, agents, settings, eval_batch=e.batch_size, trainable=False)
-              for g, (p, agents, settings) in paths.items()}
-    agent_group = {a: g for g, (_, agents, _) in paths.items() for a in agents}
+    groups = {g: LocalGroup(g, p, agents, settings, eval_batch=e.batch_size, trainable=False,
+                            encoding=encoding)
+              for g, (p, agents, settings, encoding) in paths.items()}
+    agent_group = {a: g for g, (_, agents, _, _) in paths.items() for a in agents}
     max_tokens = {a: cfg.agent_train(a).max_response_tokens for a in suite.agents}
-    orchestra = build_orchestra(suite, retriever)
+    orchestra = build_orchestra(suite, retriever, prompt_set=cfg.prompt_set)
     reward = get_reward(suite.reward)
     problems = cap_per_source(problems, e.max_problems_per_source)
     batch = [p for p in problems for _ in range(n)]

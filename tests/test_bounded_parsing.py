@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from drmas.agents.base import last_tag
+from drmas.tags import last_tag
 from drmas.rewards import math as math_reward
 from drmas.rewards.qa import exact_match, extract_answer, f1, sub_em
 from drmas.tags import tag_spans
@@ -37,7 +37,7 @@ HOSTILE = {
 
 CHILD = """
 import json, sys, time
-from drmas.agents.base import last_tag
+from drmas.tags import last_tag
 from drmas.rewards.math import score as math_score
 from drmas.rewards.qa import exact_match, f1, sub_em
 MB = 1 << 20

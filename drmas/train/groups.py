@@ -32,7 +32,30 @@ def plan_groups(cfg: Config, assignment: str, agents: list[str]) -> dict[str, di
             raise ConfigError(f"agents {other!r} and {agent!r} share model {model!r} in assignment "
                               f"{assignment!r} but differ in train setting {key!r}; make them "
                               "agree or set share: false")
+    for group in groups.values():
+        group["encoding"] = encoding_for(cfg, group["model"], group["settings"])
+        _check_positions(cfg, group)
     return groups
+
+
+def _check_positions(cfg: Config, group: dict) -> None:
+    """A tiny model has a fixed number of positions: a prompt cap plus the response budget
+    beyond it would crash the first long episode mid-run, so it is refused up front."""
+    spec, s = cfg.models[group["model"]], group["settings"]
+    if spec.kind == "tiny" and s.max_prompt_tokens is not None \
+            and s.max_prompt_tokens + s.max_response_tokens > spec.max_positions:
+        raise ConfigError(f"agents {', '.join(group['agents'])}: max_prompt_tokens "
+                          f"{s.max_prompt_tokens} + max_response_tokens {s.max_response_tokens} "
+                          f"exceed model {group['model']!r}'s max_positions {spec.max_positions}")
+
+
+def encoding_for(cfg: Config, model: str, settings: TrainConfig):
+    """How a group renders prompts: its model's chat-template kwargs and the prompt cap."""
+    from drmas.train.sft import PromptEncoding
+
+    return PromptEncoding(chat_template_kwargs=dict(cfg.models[model].chat_template_kwargs),
+                          max_tokens=settings.max_prompt_tokens,
+                          truncation=settings.prompt_truncation)
 
 
 def _first_difference(a: TrainConfig, b: TrainConfig) -> str:

@@ -161,7 +161,7 @@ class RayGroup:
     """One worker group as W Ray actors (a torch.distributed group, FSDP2 when W > 1)."""
 
     def __init__(self, name: str, model_path, agents: Sequence[str], settings: TrainConfig,
-                 pool: ResourcePool, slots: list[Slot], eval_batch: int = 256):
+                 pool: ResourcePool, slots: list[Slot], eval_batch: int = 256, encoding=None):
         """Start the actors and their setup; `ready()` waits for it (so that several groups
         load their models at the same time)."""
         import ray
@@ -177,7 +177,8 @@ class RayGroup:
         ).remote(s.threads) for s in slots]
         addr, port = ray.get(self.actors[0].address.remote()) if self.world > 1 else ("", 0)
         kwargs = dict(name=name, model_path=str(model_path), agents=list(agents),
-                      settings=settings, eval_batch=eval_batch, offload_engine=pool.colocated)
+                      settings=settings, eval_batch=eval_batch, offload_engine=pool.colocated,
+                      encoding=encoding)
         self._setup = [a.setup.remote(addr, port, r, self.world, kwargs)
                        for r, a in enumerate(self.actors)]
 
@@ -268,13 +269,14 @@ def make_groups(plan: dict, paths: dict, res: ResourceConfig, threads: int,
     if res.backend == "local":
         from drmas.train.workers import LocalGroup
 
-        return {g: LocalGroup(g, paths[g], spec["agents"], spec["settings"], eval_batch)
+        return {g: LocalGroup(g, paths[g], spec["agents"], spec["settings"], eval_batch,
+                              encoding=spec.get("encoding"))
                 for g, spec in plan.items()}, None
     pool = ResourcePool(res, threads)
     try:
         slots = pool.reserve(list(plan))
         groups = {g: RayGroup(g, paths[g], spec["agents"], spec["settings"], pool, slots[g],
-                              eval_batch) for g, spec in plan.items()}
+                              eval_batch, encoding=spec.get("encoding")) for g, spec in plan.items()}
         for grp in groups.values():
             grp.ready()
     except BaseException:

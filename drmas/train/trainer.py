@@ -30,6 +30,7 @@ from drmas.stages import changed_keys, digest, train_key
 from drmas.train import checkpoint
 from drmas.train.groups import model_dir, plan_groups
 from drmas.train.pool import make_groups
+from drmas.train.schedule import group_uids, steps_for_epochs
 
 #: metrics keys that measure the machine, not the run: they differ between identical runs
 VOLATILE = ("time", "tokens_per_s", "update_tokens_per_s", "memory")
@@ -123,7 +124,7 @@ class Trainer:
         self.plan = plan_groups(cfg, assignment, suite.agents)
         self.agent_group = {a: g for g, spec in self.plan.items() for a in spec["agents"]}
         self.train = cfg.train
-        self.orchestra = build_orchestra(suite, retriever)
+        self.orchestra = build_orchestra(suite, retriever, prompt_set=cfg.prompt_set)
         self.reward = get_reward(suite.reward)
         self.sampler = ProblemSampler(train_rows, self.train.prompts_per_step, seed)
         base_dirs = {g: model_dir(cfg, suite.name, s["model"]) for g, s in self.plan.items()}
@@ -131,13 +132,20 @@ class Trainer:
         self.identity_hash = digest(self.identity)
         job = f"train {suite.name}/{assignment}/{method}/seed{seed}"
         # shown from the start: starting Ray and loading the groups can take a while
-        self.bar = progress_bar(total=self.train.steps, desc=job, job=job, mininterval=2,
+        self.bar = progress_bar(total=self.total_steps(), desc=job, job=job, mininterval=2,
                                 postfix="starting")
         t0 = time.perf_counter()
         self.groups, self.pool = make_groups(self.plan, base_dirs, cfg.resources, cfg.threads)
         self.startup = {"groups_s": time.perf_counter() - t0,
                         "ray_start_s": self.pool.start_s if self.pool else 0.0}
         self.step = 0
+
+    def total_steps(self) -> int:
+        """`train.steps`, or with `train.epochs` that many passes over the training set."""
+        if self.train.epochs:
+            return steps_for_epochs(len(self.sampler.problems), self.train.prompts_per_step,
+                                    self.train.epochs)
+        return self.train.steps
 
     def close(self) -> None:
         """Stop the groups' actors and Ray (nothing to do for local groups)."""
@@ -169,7 +177,9 @@ class Trainer:
             times[phase], clock[0] = now - clock[0], now
 
         n = self.train.group_n
-        problems = [dict(p, uid=f"{p['id']}@{self.step}") for p in self.sampler.next()]
+        drawn = self.sampler.next()
+        uids = group_uids(drawn, self.step, per_slot=self.train.per_slot_uids)
+        problems = [dict(p, uid=uid) for p, uid in zip(drawn, uids)]
         batch = [p for p in problems for _ in range(n)]
         episodes = run_mas(self.orchestra, batch, self.groups, self.agent_group, self.sampling,
                            derived_seed(self.seed, "rollout", self.step))
@@ -325,7 +335,7 @@ class Trainer:
 
     def _run(self) -> dict:
         self.out.mkdir(parents=True, exist_ok=True)
-        steps = self.train.steps
+        steps = self.total_steps()
         metrics = self.out / "metrics.jsonl"
         final = self.out / "final"
         if (final / checkpoint.STATE).exists():

@@ -25,15 +25,15 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from drmas.agents.base import Messages
-from drmas.algos.loss import policy_loss
+from drmas.algos.loss import LossOptions, policy_loss
 from drmas.config import TrainConfig
+from drmas.mas.base import Messages
 from drmas.modeling import load_model, load_tokenizer
 from drmas.rollout.base import Generation, Sampling
 from drmas.rollout.hf import HFEngine
 from drmas.train import dist
 from drmas.train.logprobs import length_chunks, pack, response_logprobs
-from drmas.train.sft import encode_prompt
+from drmas.train.sft import PromptEncoding, encode_prompt
 
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj"]
 LORA_INIT_SEED = 0
@@ -94,8 +94,10 @@ class GroupWorker:
 
     def __init__(self, name: str, model_path: str | Path, agents: Sequence[str],
                  settings: TrainConfig, eval_batch: int = 256, trainable: bool = True,
-                 rank: int = 0, world: int = 1, device: str = "cpu", offload_engine: bool = False):
+                 rank: int = 0, world: int = 1, device: str = "cpu", offload_engine: bool = False,
+                 encoding: PromptEncoding | None = None):
         self.name, self.agents, self.settings = name, list(agents), settings
+        self.encoding = encoding or PromptEncoding()    # chat-template kwargs, prompt cap
         self.rank, self.world, self.device = rank, world, torch.device(device)
         self.offload_engine = offload_engine and self.device.type == "cuda"
         self.tokenizer = load_tokenizer(model_path)
@@ -117,7 +119,7 @@ class GroupWorker:
         """Tokenise with this group's own tokenizer and chat template, then sample."""
         if not prompts:
             return []
-        ids = [encode_prompt(self.tokenizer, m) for m in prompts]
+        ids = [encode_prompt(self.tokenizer, m, self.encoding) for m in prompts]
         return self.engine.generate(ids, sampling, seed=seed)
 
     # -- training ------------------------------------------------------------------------
@@ -144,7 +146,11 @@ class GroupWorker:
         norms, agent_norms, skipped = [], {a: [] for a in self.agents}, 0
         self.model.train()
         for mini, agents in zip(minis, plan):
-            denom = float(sum(len(rows[i]["response_ids"]) for i in mini))
+            n_micro = sum(len(rank_chunks([i for i in mini if rows[i]["agent"] == a], 0, 1,
+                                          s.micro_batch_rows, lengths, s.micro_batch_tokens))
+                          for a in self.agents)        # all ranks' micro-batches of this mini
+            denom = LossOptions.of(s).scale(float(sum(len(rows[i]["response_ids"]) for i in mini)),
+                                            n_micro)
             self.optimizer.zero_grad(set_to_none=True)
             before = self._grads()
             for agent, chunks in agents:       # agent by agent: exact per-agent norms
@@ -209,7 +215,9 @@ class GroupWorker:
         if backward:
             (logits.float().sum() * 0.0).backward()
 
-    def _backward(self, rows: list[dict], old: list[torch.Tensor], denom: float, totals: dict):
+    def _backward(self, rows: list[dict], old: list[torch.Tensor], denom, totals: dict):
+        """Backpropagate one micro-batch; `denom(micro_tokens)` divides its summed token
+        losses (`LossScale`: the mini-batch's aggregate, see drmas/algos/loss.py)."""
         if not rows:
             if self.world > 1:
                 self._dummy_forward(backward=True)
@@ -221,9 +229,11 @@ class GroupWorker:
         for b, o in enumerate(old):
             old_full[b][resp[b] > 0] = o.to(self.device)
         adv = torch.tensor([r["advantage"] for r in rows], dtype=torch.float32, device=self.device)
+        opts, denom = LossOptions.of(self.settings), denom(float(resp.sum()))
         loss, m = policy_loss(lp, old_full, adv, resp, clip_low=self.settings.clip_low,
                               clip_high=self.settings.clip_high, dual_clip=self.settings.dual_clip,
-                              entropy=entropy.detach(), denom=denom)
+                              entropy=entropy if opts.entropy_coeff else entropy.detach(), denom=denom,
+                              entropy_coeff=opts.entropy_coeff, log_ratio_clamp=opts.log_ratio_clamp)
         # FSDP averages gradients over ranks; the loss is a sum over all ranks' tokens / denom
         (loss * self.world).backward()
         n = m["n_tokens"]
