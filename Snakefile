@@ -7,6 +7,7 @@
 # `params.key` is the slice of the config its job reads (drmas/stages.py): a change reruns
 # exactly the jobs whose slice changed. See ARCHITECTURE.md, "Reruns".
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -67,7 +68,7 @@ onerror:
 wildcard_constraints:
     suite="|".join(SUITES),
     assignment="|".join(CFG.assignments),
-    method="|".join(METHODS),
+    method="|".join(re.escape(m) for m in METHODS),
     seed=r"\d+",
     model="|".join(CFG.models),
 
