@@ -174,6 +174,7 @@ class MethodDef:
 class SuiteOverride:
     """Keys that replace the profile's own for one suite's jobs (merged key by key)."""
 
+    assignments: list[str] | None = opt(None, "the assignments this suite runs (null = the profile's `assignments`)", minItems=1)
     tokenizer: dict = opt(factory=dict, partial=TokenizerConfig, help="tokenizer keys for this suite")
     warmstart: dict = opt(factory=dict, partial=WarmstartConfig, help="warm-start keys for this suite")
     train: dict = opt(factory=dict, partial=TrainConfig, help="train keys for this suite")
@@ -306,7 +307,11 @@ def apply_suite_override(raw: dict, over: dict) -> dict:
     """`raw` with one suite's override block merged in (per agent for `agents`)."""
     raw = copy.deepcopy(raw)
     for key, block in over.items():
-        if key == "agents":
+        if block is None:
+            continue
+        if not isinstance(block, dict):            # a list (assignments) replaces the profile's
+            raw[key] = copy.deepcopy(block)
+        elif key == "agents":
             raw["agents"] = {a: {**raw.get("agents", {}).get(a, {}), **block.get(a, {})}
                              for a in dict.fromkeys([*raw.get("agents", {}), *block])}
         else:
@@ -366,9 +371,13 @@ def _check(raw: dict) -> None:
     res = raw.get("resources", {})
     if res.get("backend", "ray") == "local" and res.get("workers_per_group", 1) > 1:
         raise ConfigError("config: resources.workers_per_group > 1 needs resources.backend: ray")
-    for name in raw["assignments"]:
-        if name not in raw["assignment_defs"]:
-            raise ConfigError(f"config: assignments: {name!r} is not defined in assignment_defs")
+    lists = [("assignments", raw["assignments"])] + [
+        (f"suite_overrides.{s}.assignments", o.get("assignments") or [])
+        for s, o in (raw.get("suite_overrides") or {}).items() if isinstance(o, dict)]
+    for where, names in lists:
+        for name in names:
+            if name not in raw["assignment_defs"]:
+                raise ConfigError(f"config: {where}: {name!r} is not defined in assignment_defs")
     for name, spec in raw["assignment_defs"].items():
         for agent, model in spec["models"].items():
             if model not in raw["models"]:
@@ -576,5 +585,7 @@ def check_suites(cfg: Config, suites: dict[str, Suite], benchmarks: str | Path =
     from drmas.train.groups import plan_groups
 
     for name, suite in suites.items():        # agents sharing a model must agree on settings
-        for assignment in cfg.assignments:
-            plan_groups(cfg.for_suite(name), assignment, suite.agents)
+        scfg = cfg.for_suite(name)
+        for assignment in scfg.assignments:
+            for method in scfg.methods:
+                plan_groups(scfg.for_method(method), assignment, suite.agents)
