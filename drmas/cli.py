@@ -154,14 +154,15 @@ def cmd_table(args) -> None:
     from drmas.report.tables import write_table
 
     cfg, suite = _config(args), _suite(args)
-    write_table(cfg, suite, args.scores, args.out)
+    write_table(cfg, suite, args.scores, args.out, run_dirs=args.runs, spike_k=args.spike_k,
+                n_boot=args.n_boot)
 
 
 def cmd_plot(args) -> None:
     from drmas.report.figures import write_figures
 
     cfg, suite = _config(args), _suite(args)
-    write_figures(cfg, suite, args.runs, args.out)
+    write_figures(cfg, suite, args.runs, args.out, spike_k=args.spike_k)
 
 
 def cmd_perf(args) -> None:
@@ -235,12 +236,20 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", required=True)
 
     sp = add("table", cmd_table, "paper-style table from scores.json files")
-    sp.add_argument("--scores", nargs="+", required=True)
+    sp.add_argument("--scores", nargs="+", required=True, help="scores.json files (any order)")
     sp.add_argument("--out", required=True, help="output path without extension")
+    sp.add_argument("--runs", nargs="+", default=None,
+                    help="run folders: adds the stability table (<out>_stability.csv)")
+    sp.add_argument("--spike-k", type=float, default=3.0,
+                    help="a grad-norm spike exceeds this many times the running median")
+    sp.add_argument("--n-boot", type=int, default=2000,
+                    help="bootstrap replicates of the confidence intervals")
 
-    sp = add("plot", cmd_plot, "grad-norm, reward and theory-check figures from runs")
+    sp = add("plot", cmd_plot, "grad-norm, reward, theory-check and diagnostics figures from runs")
     sp.add_argument("--runs", nargs="+", required=True, help="run folders")
     sp.add_argument("--out", required=True, help="figures folder")
+    sp.add_argument("--spike-k", type=float, default=3.0,
+                    help="a grad-norm spike exceeds this many times the running median")
 
     sp = add("perf", cmd_perf, "benchmarks (ratios against a peer measured in the same run)",
              suite=None)
