@@ -48,7 +48,7 @@ def test_default_workflow_reduced(tmp_path):
     # 3 assignments x (grpo, drmas, paired Δ) + one base row per distinct base models
     # (shared and nonshared play the same warm start: one row)
     assert len(table) == 3 * 3 + 2
-    assert {"arith-1 avg@4", "arith-1 avg@4 lo", "arith-1 pass@4", "Avg avg@4", "Avg pass@4"} <= set(table.columns)
+    assert {"addsub-1 avg@4", "addsub-1 avg@4 lo", "addsub-1 pass@4", "Avg avg@4", "Avg pass@4"} <= set(table.columns)
     scores_rows = table[~table["method"].str.startswith("Δ")]
     assert ((scores_rows["Avg pass@4"] >= scores_rows["Avg avg@4"] - 1e-9)).all()
     assert ((table["Avg avg@4 lo"] <= table["Avg avg@4"] + 1e-9)).all()
@@ -61,7 +61,7 @@ def test_default_workflow_reduced(tmp_path):
     assert set(lines[0]["groups"]) == {"solver", "verifier"}
     assert (run / "final" / "solver" / "model.safetensors").exists()
     scores = json.loads((run / "eval" / "scores.json").read_text())
-    assert scores["n"] == 4 and set(scores["per_source"]) == {"arith-1", "arith-2", "arith-3"}
+    assert scores["n"] == 4 and set(scores["per_source"]) == {"addsub-1", "addsub-2", "mul-addsub"}
 
     # the search suite: BM25 index, three agents, exact-match table with a behaviour part
     assert any((res / "index" / "search").iterdir())
