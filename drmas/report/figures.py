@@ -73,7 +73,7 @@ def reward_figure(df: pd.DataFrame, suite: Suite, profile: str, assignments: lis
                     kind="line", height=2.8, aspect=1.2, **BAND)
     g.set_axis_labels("RL step", "team reward (train batch mean)")
     g.set_titles("{col_name}")
-    g.figure.suptitle(title(suite, profile, f"team reward during RL\n({BAND_TEXT})"), y=1.08)
+    g.figure.suptitle(title(suite, profile, f"team reward during RL\n({BAND_TEXT})"), y=1.12)
     return g.figure
 
 

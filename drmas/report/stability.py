@@ -4,9 +4,9 @@ Per run and agent, from its `metrics.jsonl` (see `runs.load_runs`):
 - spikes: steps whose gradient norm (before clipping) exceeds ``k`` times the running
   median, the median of the agent's norms at all earlier steps of the run. A step needs
   ``MIN_HISTORY`` earlier steps to be judged (a median of one or two steps says little).
-  ``k`` defaults to ``SPIKE_K`` = 3: three times the typical norm is far outside the
-  step-to-step noise of these runs, and the factor the paper's lemma ties to a mismatched
-  baseline reaches that size only when an agent's rewards sit far from the pool's;
+  ``k`` defaults to ``SPIKE_K`` = 3, a choice (`drmas table/plot --spike-k`): a norm three
+  times the run's typical one stands far outside step-to-step noise, while k = 2 also
+  flags the ordinary drift of a short run's first steps;
 - max / median gradient norm over the run;
 - clip fraction and approximate KL, means over steps (the agent's own when logged);
 - skipped steps: optimiser steps of the agent's worker group skipped for a non-finite norm.
@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from drmas.report.intervals import N_BOOT, seed_bootstrap
+from drmas.report.style import METHOD_ORDER
 
 SPIKE_K = 3.0
 MIN_HISTORY = 3
@@ -63,8 +64,10 @@ def run_stats(df: pd.DataFrame, k: float = SPIKE_K) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def stability_table(df: pd.DataFrame, k: float = SPIKE_K, n_boot: int = N_BOOT) -> pd.DataFrame:
-    """Rows (assignment, method); columns (agent, stat) holding `Interval`s over seeds."""
+def stability_table(df: pd.DataFrame, k: float = SPIKE_K, n_boot: int = N_BOOT,
+                    assignments: list[str] = ()) -> pd.DataFrame:
+    """Rows (assignment, method) in the order of `assignments` and the paper's order of
+    methods; columns (agent, stat) holding `Interval`s over seeds."""
     stats = run_stats(df, k)
     cells: dict = {}
     for (assignment, method, agent), runs in stats.groupby(["assignment", "method", "agent"],
@@ -74,7 +77,9 @@ def stability_table(df: pd.DataFrame, k: float = SPIKE_K, n_boot: int = N_BOOT) 
             if len(values):
                 cells.setdefault((assignment, method), {})[(agent, stat)] = seed_bootstrap(
                     values, n_boot=n_boot)
-    table = pd.DataFrame.from_dict(cells, orient="index")
+    order = sorted(cells, key=lambda i: (list(assignments).index(i[0]) if i[0] in assignments
+                                         else len(assignments), METHOD_ORDER.get(i[1], 9), i))
+    table = pd.DataFrame.from_dict({i: cells[i] for i in order}, orient="index")
     table.index.names = ["assignment", "method"]
     return table
 

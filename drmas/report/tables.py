@@ -268,7 +268,8 @@ def write_table(cfg: Config, suite: Suite, score_files: list[str], out: str,
     if run_dirs:
         from drmas.report.runs import load_runs
 
-        stab = stability.stability_table(load_runs(run_dirs), k=spike_k, n_boot=n_boot)
+        stab = stability.stability_table(load_runs(run_dirs), k=spike_k, n_boot=n_boot,
+                                         assignments=cfg.assignments)
         stab = stab.rename(index=lambda m: METHOD_LABEL.get(m, m), level="method")
         stab.columns = pd.MultiIndex.from_tuples([(a, stability.STATS[s]) for a, s in stab.columns])
         md += "\n" + to_markdown(stab, f"{name} [{suite.name}]: training stability per agent, "

@@ -110,5 +110,6 @@ def theory_figure(both: pd.DataFrame, suite, profile: str, assignments: list[str
                  fontsize=9, pad=24)
     fig.text(0.01, -0.02, "Points on the dashed diagonal confirm the lemma's prediction; points "
              "below it\nshow less inflation than predicted, above it more. One point per agent and "
-             f"assignment:\nmean over {seeds} seed(s), bars span the seeds.", fontsize=7, va="top")
+             f"assignment:\nmean over {seeds} seed(s), bars span the seeds. Axes fitted to the points "
+             "(x and y scales differ).", fontsize=7, va="top")
     return fig
