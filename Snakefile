@@ -21,6 +21,7 @@ min_version("9.0")
 try:
     from drmas.config import check_suites, load_suite, suite_path, workflow_config
     from drmas import stages
+    from drmas.report.figures import FIGURES
 
     CFG = workflow_config(workflow.config_settings.configfiles,
                           workflow.config_settings.config_args or [])
@@ -38,7 +39,6 @@ ASSIGNMENTS = list(dict.fromkeys(a for c in SUITE_CFG.values() for a in c.assign
 CONFIG = f"{RES}/config.yaml"
 METHODS = CFG.methods
 SEEDS = CFG.seeds
-FIGURES = ["grad_norm", "team_reward", "theory_check"]
 WATCHERS = []
 WATCH_INTERVAL = float(os.environ.get("DRMAS_WATCH_INTERVAL", 30))
 

@@ -173,7 +173,10 @@ def cmd_table(args) -> None:
     cfg, suite = _config(args), _suite(args)
     for path in args.scores:
         check_scores(path)
-    write_table(cfg, suite, args.scores, args.out)
+    for run in args.runs or []:
+        check_run(run)
+    write_table(cfg, suite, args.scores, args.out, run_dirs=args.runs,
+                spike_k=args.spike_k or cfg.report.spike_k, n_boot=args.n_boot or cfg.report.n_boot)
 
 
 def cmd_plot(args) -> None:
@@ -183,7 +186,7 @@ def cmd_plot(args) -> None:
     cfg, suite = _config(args), _suite(args)
     for run in args.runs:
         check_run(run)
-    write_figures(cfg, suite, args.runs, args.out)
+    write_figures(cfg, suite, args.runs, args.out, spike_k=args.spike_k or cfg.report.spike_k)
 
 
 def cmd_perf(args) -> None:
@@ -302,12 +305,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("table", cmd_table, "paper-style table from scores.json files")
     sp.add_argument("--scores", nargs="+", required=True,
-                    help="scores.json files written by `drmas evaluate`")
+                    help="scores.json files written by `drmas evaluate` (any order)")
     sp.add_argument("--out", required=True, help="output path without extension")
+    sp.add_argument("--runs", nargs="+", default=None,
+                    help="run folders: adds the stability table (<out>_stability.csv)")
+    sp.add_argument("--spike-k", type=float, default=None,
+                    help="a grad-norm spike exceeds this many times the running median "
+                         "(default: the config's report.spike_k)")
+    sp.add_argument("--n-boot", type=int, default=None,
+                    help="bootstrap replicates of the confidence intervals (default: the "
+                         "config's report.n_boot)")
 
-    sp = add("plot", cmd_plot, "grad-norm, reward and theory-check figures from runs")
+    sp = add("plot", cmd_plot, "grad-norm, reward, theory-check and diagnostics figures from runs")
     sp.add_argument("--runs", nargs="+", required=True, help="run folders")
     sp.add_argument("--out", required=True, help="figures folder")
+    sp.add_argument("--spike-k", type=float, default=None,
+                    help="a grad-norm spike exceeds this many times the running median "
+                         "(default: the config's report.spike_k)")
 
     sp = add("perf", cmd_perf, "benchmarks (ratios against a peer measured in the same run)",
              suite=None)

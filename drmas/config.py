@@ -102,6 +102,14 @@ class TokenizerConfig:
 
 
 @dataclass(frozen=True)
+class ReportConfig:
+    """Tables and figures."""
+
+    spike_k: float = opt(3.0, "a grad-norm spike: a step whose norm exceeds k x the median of the run's earlier steps", exclusiveMinimum=1)
+    n_boot: int = opt(2000, "bootstrap replicates of the 95% intervals (seeds and problems resampled)", minimum=100)
+
+
+@dataclass(frozen=True)
 class ResourceConfig:
     """Where the worker groups of a run live (drmas/train/pool.py).
 
@@ -207,6 +215,7 @@ class Config:
                                   help="per-agent overrides of train keys, e.g. {solver: {lr: 1.0e-5}}")
     eval: EvalConfig = opt(factory=EvalConfig, help="evaluation")
     resources: ResourceConfig = opt(factory=ResourceConfig, help="where the worker groups run")
+    report: ReportConfig = opt(factory=ReportConfig, help="tables and figures")
     suite_overrides: dict[str, SuiteOverride] = opt(factory=dict, help="per suite name, keys that replace the profile's own for that suite's jobs")
     job_resources: dict[str, dict] = opt(factory=dict, partial=JobResources, per_name=True,
                                          propertyNames={"enum": list(RULES)},
@@ -405,7 +414,7 @@ def from_dict(raw: dict) -> Config:
     validate(raw, config_schema())
     _check(raw)
     kwargs: dict[str, Any] = {k: v for k, v in raw.items()
-                              if k not in ("train", "eval", "warmstart", "tokenizer", "resources",
+                              if k not in ("train", "eval", "warmstart", "tokenizer", "resources", "report",
                                            "models", "assignment_defs", "suite_overrides",
                                            "method_defs")}
     kwargs["train"] = TrainConfig(**raw.get("train", {}))
@@ -413,6 +422,7 @@ def from_dict(raw: dict) -> Config:
     kwargs["warmstart"] = WarmstartConfig(**raw.get("warmstart", {}))
     kwargs["tokenizer"] = TokenizerConfig(**raw.get("tokenizer", {}))
     kwargs["resources"] = ResourceConfig(**raw.get("resources", {}))
+    kwargs["report"] = ReportConfig(**raw.get("report", {}))
     kwargs["models"] = {k: ModelSpec(**v) for k, v in raw["models"].items()}
     kwargs["assignment_defs"] = {k: Assignment(v["share"], dict(v["models"]))
                                  for k, v in raw["assignment_defs"].items()}

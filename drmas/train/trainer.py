@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from drmas.algos.advantages import compute_advantages, group_stats, method_modes
+from drmas.algos.advantages import compute_advantages, lemma_diagnostics, method_modes
 from drmas.config import Config, Suite
 from drmas.errors import ConfigError, DrmasError
 from drmas.progress import bar as progress_bar
@@ -231,14 +231,17 @@ class Trainer:
                               "absmax": max((abs(r["advantage"]) for r in mine), default=0.0)},
                 "response_len": float(np.mean([len(r["response_ids"]) for r in mine])) if mine else 0.0,
                 "grad_norm": g.get("agent_grad_norm", {}).get(agent),
+                "clip_frac": g.get("agent_clip_frac", {}).get(agent),
+                "approx_kl": g.get("agent_approx_kl", {}).get(agent),
             }
         for g in group_metrics.values():
-            g.pop("agent_grad_norm", None)
+            for key in ("agent_grad_norm", "agent_clip_frac", "agent_approx_kl"):
+                g.pop(key, None)
         tokens = sum(len(r["response_ids"]) for r in rows)
         return {"step": self.step, "team_reward": _stats(team), "agents": agents,
                 "groups": group_metrics,
-                "theory": group_stats(np.asarray(cols["score"]), cols["uid"], cols["traj_uid"],
-                                      cols["agent"]),
+                "adv_diag": lemma_diagnostics(np.asarray(cols["score"]), cols["uid"],
+                                              cols["traj_uid"], cols["agent"]),
                 "episodes": {k: float(np.mean([ep.info.get(k, 0) for ep in episodes]))
                              for k in episodes[0].info} if episodes else {},
                 "rows": len(rows), "tokens_per_s": tokens / max(timings["generate"], 1e-9),

@@ -130,7 +130,8 @@ class GroupWorker:
 
         Returns per-group metrics and, per agent, the norm of that agent's share of the
         gradient (before clipping), averaged over mini-batches: with a shared model the group
-        norm alone would hide which agent spiked. Identical on every rank.
+        norm alone would hide which agent spiked; and per agent its clip fraction and approx
+        KL (token means over its rows, as the group's). Identical on every rank.
         """
         s = self.settings
         if not rows:
@@ -144,6 +145,7 @@ class GroupWorker:
         old = self._old_logprobs(rows, plan)
         totals = {"loss": 0.0, "clip_frac": 0.0, "approx_kl": 0.0, "entropy": 0.0, "tokens": 0}
         norms, agent_norms, skipped = [], {a: [] for a in self.agents}, 0
+        per_agent = {a: {"clip_frac": 0.0, "approx_kl": 0.0, "tokens": 0} for a in self.agents}
         self.model.train()
         for mini, agents in zip(minis, plan):
             n_micro = sum(len(rank_chunks([i for i in mini if rows[i]["agent"] == a], 0, 1,
@@ -155,7 +157,8 @@ class GroupWorker:
             before = self._grads()
             for agent, chunks in agents:       # agent by agent: exact per-agent norms
                 for chunk in chunks:
-                    self._backward([rows[i] for i in chunk], [old[i] for i in chunk], denom, totals)
+                    self._backward([rows[i] for i in chunk], [old[i] for i in chunk], denom, totals,
+                                   per_agent[agent])
                 if chunks:
                     after = self._grads()
                     diff = dist.all_sum([sum(float((a - b).double().pow(2).sum())
@@ -177,6 +180,11 @@ class GroupWorker:
         out.update(rows=len(rows), grad_norm=sum(norms) / len(norms), grad_norm_max=max(norms),
                    skipped_steps=skipped,
                    agent_grad_norm={a: sum(v) / len(v) for a, v in agent_norms.items() if v})
+        summed = dist.all_sum([v for a in self.agents for v in per_agent[a].values()])
+        for a, (clip, kl, n) in zip(self.agents, zip(*[iter(summed)] * 3)):
+            if n:
+                out.setdefault("agent_clip_frac", {})[a] = clip / n
+                out.setdefault("agent_approx_kl", {})[a] = kl / n
         return out
 
     def _grads(self) -> list[torch.Tensor]:
@@ -215,9 +223,11 @@ class GroupWorker:
         if backward:
             (logits.float().sum() * 0.0).backward()
 
-    def _backward(self, rows: list[dict], old: list[torch.Tensor], denom, totals: dict):
+    def _backward(self, rows: list[dict], old: list[torch.Tensor], denom, totals: dict,
+                  agent_totals: dict | None = None):
         """Backpropagate one micro-batch; `denom(micro_tokens)` divides its summed token
-        losses (`LossScale`: the mini-batch's aggregate, see drmas/algos/loss.py)."""
+        losses (`LossScale`: the mini-batch's aggregate, see drmas/algos/loss.py);
+        `agent_totals` collects this agent's clip fraction and KL (token-weighted)."""
         if not rows:
             if self.world > 1:
                 self._dummy_forward(backward=True)
@@ -241,6 +251,10 @@ class GroupWorker:
         for key in ("clip_frac", "approx_kl", "entropy"):
             totals[key] += m[key] * n
         totals["tokens"] += n
+        if agent_totals is not None:
+            for key in ("clip_frac", "approx_kl"):
+                agent_totals[key] += m[key] * n
+            agent_totals["tokens"] += n
 
     # -- engine weights and memory ----------------------------------------------------------
     def sync(self) -> float:
