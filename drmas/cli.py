@@ -169,18 +169,29 @@ def cmd_perf(args) -> None:
 
     if args.what == "advantages":
         perf.main_advantages(rows=args.rows, seed=args.seed)
+    elif args.what == "retrieval":
+        from drmas.retrieval.bench import main_retrieval
+
+        main_retrieval(index=args.index, url=args.url, peer_url=args.peer_url,
+                       queries=args.queries, clients=args.clients, seconds=args.seconds,
+                       batch_size=args.batch_size, threads=args.threads or 1,
+                       warmup_s=args.warmup, rounds=args.rounds, out=args.out)
 
 
 def cmd_index(args) -> None:
     from drmas.retrieval.index import build_index
 
-    build_index(args.corpus, args.out, threads=args.threads)
+    dense = {} if args.kind == "bm25" else dict(
+        batch_size=args.batch_size, max_length=args.max_length, device=args.device)
+    build_index(args.corpus, args.out, threads=args.threads, kind=args.kind,
+                encoder=args.encoder, **dense)
 
 
 def cmd_serve(args) -> None:
     from drmas.retrieval.server import serve
 
-    serve(args.index, host=args.host, port=args.port)
+    serve(args.index, host=args.host, port=args.port, threads=args.threads, kind=args.kind,
+          encoder=args.encoder, jvm_heap=args.jvm_heap, device=args.device)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -244,19 +255,47 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("perf", cmd_perf, "benchmarks (ratios against a peer measured in the same run)",
              suite=None)
-    sp.add_argument("what", choices=["advantages"])
+    sp.add_argument("what", choices=["advantages", "retrieval"])
     sp.add_argument("--rows", type=int, default=1_000_000)
     sp.add_argument("--seed", type=int, default=0)
+    perf_retrieval = sp.add_argument_group("retrieval", "queries/s of the retrieval service")
+    perf_retrieval.add_argument("--index", help="serve this index (a `drmas serve` child)")
+    perf_retrieval.add_argument("--url", help="measure a running service instead")
+    perf_retrieval.add_argument("--peer-url", help="a second service to measure in the same run")
+    perf_retrieval.add_argument("--queries", help="JSONL: each row's `question` (or the title "
+                                "line of its `contents`) is a query")
+    perf_retrieval.add_argument("--clients", type=int, nargs="+", default=[8, 64])
+    perf_retrieval.add_argument("--seconds", type=float, default=10.0,
+                                help="of load per service and client count")
+    perf_retrieval.add_argument("--rounds", type=int, default=5,
+                                help="alternating rounds those seconds are split into")
+    perf_retrieval.add_argument("--batch-size", type=int, default=8, help="queries per request")
+    perf_retrieval.add_argument("--warmup", type=float, default=10.0,
+                                help="seconds of load on each service before measuring")
+    perf_retrieval.add_argument("--threads", type=int, default=1, help="search threads (--index)")
+    perf_retrieval.add_argument("--out", help="also write the numbers to this JSON file")
 
-    sp = add("index", cmd_index, "build a pyserini BM25 index of a corpus JSONL", suite=None)
+    sp = add("index", cmd_index, "build a pyserini index (BM25 or dense) of a corpus JSONL",
+             suite=None)
     sp.add_argument("--corpus", required=True)
     sp.add_argument("--out", required=True)
     sp.add_argument("--threads", type=int, default=1)
+    sp.add_argument("--kind", choices=["bm25", "dense"], default="bm25")
+    sp.add_argument("--encoder", help="dense: e5-style encoder folder (or hub id)")
+    sp.add_argument("--batch-size", type=int, default=64, help="dense: documents per batch")
+    sp.add_argument("--max-length", type=int, default=256, help="dense: tokens per document")
+    sp.add_argument("--device", help="dense: torch device (default: cuda:0 if present, else cpu)")
 
     sp = add("serve", cmd_serve, "serve an index over HTTP (Search-R1 /retrieve API)", suite=None)
     sp.add_argument("--index", required=True)
     sp.add_argument("--host", default="127.0.0.1")
     sp.add_argument("--port", type=int, default=8000)
+    sp.add_argument("--threads", type=int, default=1, help="search threads per engine call")
+    sp.add_argument("--kind", choices=["auto", "bm25", "dense"], default="auto",
+                    help="index kind (default: read from the index folder)")
+    sp.add_argument("--encoder", help="dense: query encoder (default: the one the index names)")
+    sp.add_argument("--jvm-heap", default="1g", help="JVM heap cap, e.g. 512m or 2g")
+    sp.add_argument("--device", help="dense: torch device (default: cuda:0 if present, else cpu)")
     return p
 
 
