@@ -47,17 +47,18 @@ def _setup(cfg) -> None:
     torch.use_deterministic_algorithms(True, warn_only=True)
 
 
-def _retriever(args, suite):
+def _retriever(args, suite, cfg=None):
     from drmas.rollout.mas import make_retriever_for
 
-    return make_retriever_for(suite, getattr(args, "index", None), getattr(args, "retriever_url", None))
+    return make_retriever_for(suite, getattr(args, "index", None), getattr(args, "retriever_url", None),
+                              settings=cfg.retrieval if cfg is not None else None)
 
 
 def _traces(args, cfg, suite, rows, seed):
     from drmas.registry import DEMONSTRATIONS
 
     return DEMONSTRATIONS.get(suite.mas)(rows, seed=seed, mistake_rate=cfg.warmstart.mistake_rate,
-                                         retriever=_retriever(args, suite))
+                                         retriever=_retriever(args, suite, cfg))
 
 
 def cmd_prepare(args) -> None:
@@ -138,7 +139,7 @@ def cmd_train(args) -> None:
     _setup(cfg)
     cfg = cfg.for_method(args.method)
     Trainer(cfg, suite, args.assignment, args.method, args.seed, rows, args.out,
-            retriever=_retriever(args, suite), checkpoints=args.checkpoints).run()
+            retriever=_retriever(args, suite, cfg), checkpoints=args.checkpoints).run()
 
 
 def cmd_evaluate(args) -> None:
@@ -162,7 +163,7 @@ def cmd_evaluate(args) -> None:
                                                              args.run).values())
         _setup(cfg)
         scores = evaluate(cfg, suite, args.assignment, rows, args.out, run_dir=args.run,
-                          seed=args.seed, meta=meta, retriever=_retriever(args, suite))
+                          seed=args.seed, meta=meta, retriever=_retriever(args, suite, cfg))
     print(json.dumps(scores["overall"]))
 
 
@@ -194,6 +195,13 @@ def cmd_perf(args) -> None:
 
     if args.what == "advantages":
         perf.main_advantages(rows=args.rows, seed=args.seed)
+    elif args.what == "retrieval":
+        from drmas.retrieval.bench import main_retrieval
+
+        main_retrieval(index=args.index, url=args.url, peer_url=args.peer_url,
+                       queries=args.queries, clients=args.clients, seconds=args.seconds,
+                       batch_size=args.batch_size, threads=args.threads or 1,
+                       warmup_s=args.warmup, rounds=args.rounds, out=args.out)
 
 
 def cmd_config(args) -> None:
@@ -214,13 +222,17 @@ def cmd_watch(args) -> None:
 def cmd_index(args) -> None:
     from drmas.retrieval.index import build_index
 
-    build_index(args.corpus, args.out, threads=args.threads)
+    dense = {} if args.kind == "bm25" else dict(
+        batch_size=args.batch_size, max_length=args.max_length, device=args.device)
+    build_index(args.corpus, args.out, threads=args.threads, kind=args.kind,
+                encoder=args.encoder, **dense)
 
 
 def cmd_serve(args) -> None:
     from drmas.retrieval.server import serve
 
-    serve(args.index, host=args.host, port=args.port)
+    serve(args.index, host=args.host, port=args.port, threads=args.threads, kind=args.kind,
+          encoder=args.encoder, jvm_heap=args.jvm_heap, device=args.device)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -325,10 +337,27 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("perf", cmd_perf, "benchmarks (ratios against a peer measured in the same run)",
              suite=None)
-    sp.add_argument("what", choices=["advantages"], help="what to benchmark")
+    sp.add_argument("what", choices=["advantages", "retrieval"], help="what to benchmark")
     sp.add_argument("--rows", type=positive, default=1_000_000,
-                    help="rows of the synthetic batch (default: 1,000,000)")
-    sp.add_argument("--seed", type=int, default=0, help="seed of the synthetic batch")
+                    help="advantages: rows of the synthetic batch (default: 1,000,000)")
+    sp.add_argument("--seed", type=int, default=0, help="advantages: seed of the synthetic batch")
+    perf_retrieval = sp.add_argument_group("retrieval", "queries/s of the retrieval service")
+    perf_retrieval.add_argument("--index", help="serve this index (a `drmas serve` child)")
+    perf_retrieval.add_argument("--url", help="measure a running service instead")
+    perf_retrieval.add_argument("--peer-url", help="a second service to measure in the same run")
+    perf_retrieval.add_argument("--queries", help="JSONL: each row's `question` (or the title "
+                                "line of its `contents`) is a query")
+    perf_retrieval.add_argument("--clients", type=positive, nargs="+", default=[8, 64],
+                                help="concurrent clients, one measurement each (default: 8 64)")
+    perf_retrieval.add_argument("--seconds", type=float, default=10.0,
+                                help="of load per service and client count")
+    perf_retrieval.add_argument("--rounds", type=positive, default=5,
+                                help="alternating rounds those seconds are split into")
+    perf_retrieval.add_argument("--batch-size", type=positive, default=8, help="queries per request")
+    perf_retrieval.add_argument("--warmup", type=float, default=10.0,
+                                help="seconds of load on each service before measuring")
+    perf_retrieval.add_argument("--threads", type=positive, default=1, help="search threads (--index)")
+    perf_retrieval.add_argument("--out", help="also write the numbers to this JSON file")
 
     sp = add("config", cmd_config, "show a resolved profile (with where each value comes "
              "from) or print the config schema", suite=None)
@@ -348,15 +377,29 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes")
     sp.add_argument("--once", action="store_true", help="print the table once and exit")
 
-    sp = add("index", cmd_index, "build a pyserini BM25 index of a corpus JSONL", suite=None)
+    sp = add("index", cmd_index, "build a pyserini index (BM25 or dense) of a corpus JSONL",
+             suite=None)
     sp.add_argument("--corpus", required=True, help="corpus JSONL ({id, contents} per line)")
     sp.add_argument("--out", required=True, help="index folder to write")
     sp.add_argument("--threads", type=positive, default=1, help="indexing threads")
+    sp.add_argument("--kind", choices=["bm25", "dense"], default="bm25",
+                    help="bm25 (Lucene) or dense (an e5-style encoder and a FAISS flat index)")
+    sp.add_argument("--encoder", help="dense: e5-style encoder folder (or hub id)")
+    sp.add_argument("--batch-size", type=positive, default=64, help="dense: documents per batch")
+    sp.add_argument("--max-length", type=positive, default=256, help="dense: tokens per document")
+    sp.add_argument("--device", help="dense: torch device (default: cuda:0 if present, else cpu)")
 
     sp = add("serve", cmd_serve, "serve an index over HTTP (Search-R1 /retrieve API)", suite=None)
     sp.add_argument("--index", required=True, help="index folder (from `drmas index`)")
     sp.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    sp.add_argument("--port", type=_int_at_least(1, 65535), default=8000, help="port to listen on")
+    sp.add_argument("--port", type=_int_at_least(0, 65535), default=8000,
+                    help="port to listen on (0: any free port)")
+    sp.add_argument("--threads", type=positive, default=1, help="search threads per engine call")
+    sp.add_argument("--kind", choices=["auto", "bm25", "dense"], default="auto",
+                    help="index kind (default: read from the index folder)")
+    sp.add_argument("--encoder", help="dense: query encoder (default: the one the index names)")
+    sp.add_argument("--jvm-heap", default="1g", help="JVM heap cap, e.g. 512m or 2g")
+    sp.add_argument("--device", help="dense: torch device (default: cuda:0 if present, else cpu)")
     return p
 
 

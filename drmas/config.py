@@ -102,6 +102,22 @@ class TokenizerConfig:
 
 
 @dataclass(frozen=True)
+class RetrievalConfig:
+    """The search index of searching suites and the service the agents query."""
+
+    kind: Literal["bm25", "dense"] = opt("bm25", "bm25 = pyserini Lucene BM25; dense = an e5-style encoder and a FAISS flat index (the paper's retriever)")
+    encoder: str | None = opt(None, "dense: the encoder (a local folder or a hub id, e.g. intfloat/e5-base-v2)")
+    encode_batch_size: int = opt(64, "dense: documents per encoder batch when indexing", **POS)
+    max_length: int = opt(256, "dense: tokens per document and per query", **POS)
+    device: str | None = opt(None, "dense: torch device of the encoder (null = cuda:0 when present, else cpu)")
+    jvm_heap: str = opt("1g", "heap cap of the search service's JVM (e.g. 512m, 2g)", pattern="^[0-9]+[kKmMgG]?$")
+    threads: int = opt(1, "search threads of the service", **POS)
+    timeout_s: float = opt(120.0, "client: seconds per request attempt", exclusiveMinimum=0)
+    retries: int = opt(3, "client: attempts after the first (with exponential backoff)", minimum=0)
+    deadline_s: float = opt(300.0, "client: seconds for a whole call, retries included", exclusiveMinimum=0)
+
+
+@dataclass(frozen=True)
 class ReportConfig:
     """Tables and figures."""
 
@@ -216,6 +232,7 @@ class Config:
     eval: EvalConfig = opt(factory=EvalConfig, help="evaluation")
     resources: ResourceConfig = opt(factory=ResourceConfig, help="where the worker groups run")
     report: ReportConfig = opt(factory=ReportConfig, help="tables and figures")
+    retrieval: RetrievalConfig = opt(factory=RetrievalConfig, help="the search index and service of searching suites")
     suite_overrides: dict[str, SuiteOverride] = opt(factory=dict, help="per suite name, keys that replace the profile's own for that suite's jobs")
     job_resources: dict[str, dict] = opt(factory=dict, partial=JobResources, per_name=True,
                                          propertyNames={"enum": list(RULES)},
@@ -392,6 +409,10 @@ def _check(raw: dict) -> None:
             if model not in raw["models"]:
                 raise ConfigError(f"config: assignment_defs.{name}.models.{agent}: "
                                   f"unknown model {model!r}; known: {', '.join(raw['models'])}")
+    retrieval = raw.get("retrieval") or {}
+    if retrieval.get("kind") == "dense" and not retrieval.get("encoder"):
+        raise ConfigError("config: retrieval.encoder: a dense index needs an encoder "
+                          "(a local folder or a hub id, e.g. intfloat/e5-base-v2)")
     for name, spec in raw["models"].items():
         if spec["kind"] == "pretrained" and not spec.get("path"):
             raise ConfigError(f"config: models.{name}: a pretrained model needs a path "
@@ -414,7 +435,7 @@ def from_dict(raw: dict) -> Config:
     validate(raw, config_schema())
     _check(raw)
     kwargs: dict[str, Any] = {k: v for k, v in raw.items()
-                              if k not in ("train", "eval", "warmstart", "tokenizer", "resources", "report",
+                              if k not in ("train", "eval", "warmstart", "tokenizer", "resources", "report", "retrieval",
                                            "models", "assignment_defs", "suite_overrides",
                                            "method_defs")}
     kwargs["train"] = TrainConfig(**raw.get("train", {}))
@@ -423,6 +444,7 @@ def from_dict(raw: dict) -> Config:
     kwargs["tokenizer"] = TokenizerConfig(**raw.get("tokenizer", {}))
     kwargs["resources"] = ResourceConfig(**raw.get("resources", {}))
     kwargs["report"] = ReportConfig(**raw.get("report", {}))
+    kwargs["retrieval"] = RetrievalConfig(**raw.get("retrieval", {}))
     kwargs["models"] = {k: ModelSpec(**v) for k, v in raw["models"].items()}
     kwargs["assignment_defs"] = {k: Assignment(v["share"], dict(v["models"]))
                                  for k, v in raw["assignment_defs"].items()}

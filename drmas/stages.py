@@ -43,6 +43,13 @@ def prepare_key(cfg: Config, suite: Suite) -> dict:
     return {"datasets": suite.data_spec(cfg.dataset_key(suite.name)), "generator_seed": 0}
 
 
+def index_key(cfg: Config) -> dict:
+    """A search index depends on its corpus (an input file) and on how it encodes it."""
+    r = cfg.retrieval
+    return {"kind": r.kind} if r.kind == "bm25" else {"kind": r.kind, "encoder": r.encoder,
+                                                      "max_length": r.max_length}
+
+
 def tokenizer_key(cfg: Config, suite: Suite) -> dict:
     """The tokenizer is trained on the demonstrations' text (their prompts and mistakes)."""
     c = cfg.for_suite(suite.name)

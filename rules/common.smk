@@ -27,6 +27,16 @@ def key_of(stage):
     return key
 
 
+def index_flags(wildcards):
+    """`drmas index` options from the config's `retrieval:` block."""
+    r = CFG.retrieval
+    if r.kind == "bm25":
+        return "--kind bm25"
+    flags = (f"--kind dense --encoder {r.encoder} --batch-size {r.encode_batch_size} "
+             f"--max-length {r.max_length}")
+    return flags + (f" --device {r.device}" if r.device else "")
+
+
 def models_of(wildcards):
     """Warm-started model folders an assignment needs (pretrained models need none)."""
     spec = CFG.assignment(wildcards.assignment)

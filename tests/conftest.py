@@ -127,7 +127,8 @@ def math_suite(**over):
 
 
 # Modules whose tests start a JVM (pyserini) inside the pytest process.
-JVM_MODULES = {"test_knowledge", "test_retrieval", "test_retrieval_service", "test_search_traces"}
+JVM_MODULES = {"test_knowledge", "test_retrieval", "test_retrieval_service", "test_retrieval_faults",
+               "test_retrieval_dense", "test_search_traces"}
 
 
 def pytest_collection_modifyitems(items):

@@ -193,9 +193,9 @@ def test_warmstart_unknown_model_or_missing_tokenizer(tmp_path, capsys):
     (["perf", "advantages", "--rows", "many"], "drmas perf: error: argument --rows: not an integer: "
                                                "'many' (see `drmas perf --help`)"),
     (["perf", "latency"], "drmas perf: error: argument what: invalid choice: 'latency' (choose "
-                          "from 'advantages') (see `drmas perf --help`)"),
+                          "from 'advantages', ...) (see `drmas perf --help`)"),
     (["serve", "--index", "x", "--port", "70000"], "drmas serve: error: argument --port: must be "
-                                                   "between 1 and 65535, got 70000 (see `drmas "
+                                                   "between 0 and 65535, got 70000 (see `drmas "
                                                    "serve --help`)"),
     (["train", *SUITE], "drmas train: error: the following arguments are required: --data, "
                         "--assignment, --method, --seed, --out (see `drmas train --help`)"),
