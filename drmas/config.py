@@ -65,12 +65,18 @@ class TrainConfig:
     prompt_truncation: Literal["left", "middle", "right"] = opt("left", "which part of an over-long prompt is cut: left keeps the end (the paper's search runs), middle keeps both ends (its math runs), right keeps the start")
     per_slot_uids: bool = opt(True, "every drawn problem slot is its own GRPO group (as upstream); false = a problem drawn twice in one step shares one group")
     epochs: int | None = opt(None, "if set, the run's length in passes over the training set (steps = epochs x problems / prompts_per_step, as verl counts); null = `steps`", **POS)
+    loss_balance: bool = opt(False, "weight each row's policy-gradient loss by 1 / (rows of its prompt group and agent), normalised to mean 1 over the batch (upstream's balance_loss_by_agent_freq); works with every advantage method")
+    kl_in_reward: bool = opt(False, "subtract beta x KL(policy || frozen base model), summed over a row's response tokens, from its score before advantages (upstream's use_kl_in_reward, kl_penalty kl); beta adapts (kl_coef, kl_target, kl_horizon)")
+    kl_coef: float = opt(0.001, "KL in reward: initial beta of the adaptive controller", minimum=0)
+    kl_target: float = opt(0.1, "KL in reward: the adaptive controller's target mean per-token KL", exclusiveMinimum=0)
+    kl_horizon: int = opt(10000, "KL in reward: the adaptive controller's horizon in rows (beta changes by at most 20% x rows / horizon per step)", **POS)
 
 
 #: Properties of a whole run (batch shape, schedule): one value for all agents, so a
 #: per-agent override of one of them is an error.
 RUN_KEYS = ("steps", "prompts_per_step", "group_n", "ppo_mini_batches", "save_every", "norm_by_std",
-            "per_slot_uids", "epochs")
+            "per_slot_uids", "epochs", "loss_balance", "kl_in_reward", "kl_coef", "kl_target",
+            "kl_horizon")
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from drmas.registry import CORPORA, DEMONSTRATIONS, GENERATORS, MAS, REWARDS, Re
 
 
 def test_built_ins_are_found_without_a_module_list():
-    assert MAS.names() == ["math", "search"]
-    assert DEMONSTRATIONS.names() == ["math", "search"]
+    assert MAS.names() == ["math", "math4", "search"]
+    assert DEMONSTRATIONS.names() == ["math", "math4", "search"]
     assert REWARDS.names() == ["math", "qa"]
     assert GENERATORS.names() == ["arithmetic", "knowledge"]
     assert CORPORA.names() == ["knowledge"]

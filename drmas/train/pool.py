@@ -235,6 +235,16 @@ class RayGroup:
     def sync(self) -> float:
         return max(self._all("sync"))
 
+    def ref_logprobs(self, rows: list[dict]) -> list[list[float]]:
+        """Reference logprobs (KL in reward): every rank holds the whole reference model, so
+        the rows are split into W contiguous shares, one per rank."""
+        per = -(-len(rows) // self.world)
+        args = [(rows[r * per:(r + 1) * per],) for r in range(self.world)]
+        return [lp for out in self._collect(self._submit("ref_logprobs", args)) for lp in out]
+
+    def reference_digest(self) -> str | None:
+        return self._all("reference_digest")[0]
+
     def describe(self) -> dict:
         return self._all("describe")[0]
 

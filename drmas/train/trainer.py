@@ -31,6 +31,7 @@ from drmas.train import checkpoint
 from drmas.train.groups import model_dir, plan_groups
 from drmas.train.pool import make_groups
 from drmas.train.schedule import group_uids, steps_for_epochs
+from drmas.train.shaping import RowShaping
 
 #: metrics keys that measure the machine, not the run: they differ between identical runs
 VOLATILE = ("time", "tokens_per_s", "update_tokens_per_s", "memory")
@@ -127,6 +128,7 @@ class Trainer:
         self.orchestra = build_orchestra(suite, retriever, prompt_set=cfg.prompt_set)
         self.reward = get_reward(suite.reward)
         self.sampler = ProblemSampler(train_rows, self.train.prompts_per_step, seed)
+        self.shaping = RowShaping(self.train)     # KL in reward, loss balance (off by default)
         base_dirs = {g: model_dir(cfg, suite.name, s["model"]) for g, s in self.plan.items()}
         self.identity = run_identity(cfg, suite, assignment, method, seed)
         self.identity_hash = digest(self.identity)
@@ -187,12 +189,16 @@ class Trainer:
         team = score_episodes(episodes, self.reward)
         rows = episode_rows(episodes, team, self.suite.invalid_penalty, self.agent_group, n)
         lap("reward")
+        shaping = {"kl_ctrl": self.shaping.apply_kl(rows, self.groups)}
+        if shaping["kl_ctrl"] is not None:
+            lap("reference")
         cols = {k: [r[k] for r in rows] for k in ("uid", "traj_uid", "agent", "score")}
         adv = compute_advantages(np.asarray(cols["score"]), cols["uid"], cols["traj_uid"],
                                  cols["agent"], mean_by=self.mean_by, std_by=self.std_by,
                                  norm_by_std=self.train.norm_by_std)
         for row, a in zip(rows, adv.tolist()):
             row["advantage"] = a
+        shaping["loss_balance"] = self.shaping.add_loss_weights(rows)
         lap("advantages")
         group_metrics = self._update(rows)
         lap("update")
@@ -205,12 +211,14 @@ class Trainer:
         self.step += 1
         m = self._metrics(episodes, team, rows, group_metrics, cols, times)
         m["memory"] = memory
+        m.update({k: v for k, v in shaping.items() if v is not None})
         return m
 
     def _update(self, rows: list[dict]) -> dict:
         """Each group updates on its own rows only; groups on disjoint slices of the pool
         update side by side, colocated ones take turns."""
         keys = ("agent", "prompt_ids", "response_ids", "logprobs", "advantage")
+        keys += ("loss_weight",) if rows and "loss_weight" in rows[0] else ()
         mine = {g: [{k: r[k] for k in keys} for r in rows if r["group"] == g] for g in self.groups}
         seeds = {g: derived_seed(self.seed, "update", self.step, g) for g in self.groups}
         if self.pool is not None and not self.pool.colocated:
@@ -250,9 +258,11 @@ class Trainer:
 
     # -- checkpoints ---------------------------------------------------------------------
     def save(self, path: Path, final: bool = False) -> None:
-        checkpoint.save(path, self.groups, {"step": self.step, "sampler": self.sampler.state(),
-                                            "groups": self.plan_summary(),
-                                            "identity_hash": self.identity_hash},
+        state = {"step": self.step, "sampler": self.sampler.state(),
+                 "groups": self.plan_summary(), "identity_hash": self.identity_hash}
+        if (shaping := self.shaping.state(self.groups)) is not None:
+            state["shaping"] = shaping               # beta and the reference digests
+        checkpoint.save(path, self.groups, state,
                         with_optimizer=not final,
                         metrics=None if final else self.out / "metrics.jsonl")
 
@@ -319,6 +329,7 @@ class Trainer:
             for g, grp in self.groups.items():
                 grp.load(ckpt / g)
             checkpoint.restore_driver_rng(ckpt)
+            self.shaping.load_state(state.get("shaping"), self.groups)
         except Exception as exc:    # a torn file that verify could not see (old checkpoints)
             lines = [l for l in str(exc).splitlines() if l.strip()] or [type(exc).__name__]
             return f"cannot be loaded ({lines[-1].strip()[:200]})"

@@ -33,6 +33,7 @@ from drmas.rollout.base import Generation, Sampling
 from drmas.rollout.hf import HFEngine
 from drmas.train import dist
 from drmas.train.logprobs import length_chunks, pack, response_logprobs
+from drmas.train.reference import ReferencePolicy
 from drmas.train.sft import PromptEncoding, encode_prompt
 
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj"]
@@ -102,6 +103,8 @@ class GroupWorker:
         self.offload_engine = offload_engine and self.device.type == "cuda"
         self.tokenizer = load_tokenizer(model_path)
         model = load_model(model_path)    # evaluation loads merged weights: no adapters
+        self.reference = ReferencePolicy.build(model, self.tokenizer.pad_token_id, settings,
+                                               self.device, trainable)   # KL in reward only
         self.model = (with_lora(model, settings) if trainable else model).to(self.device)
         self.model.eval()
         engine_model = self.model
@@ -121,6 +124,13 @@ class GroupWorker:
             return []
         ids = [encode_prompt(self.tokenizer, m, self.encoding) for m in prompts]
         return self.engine.generate(ids, sampling, seed=seed)
+
+    # -- reference model (KL in reward: drmas/train/reference.py) ------------------------
+    def ref_logprobs(self, rows: list[dict]) -> list[list[float]]:
+        return self.reference.logprobs(rows)
+
+    def reference_digest(self) -> str | None:
+        return self.reference.digest() if self.reference is not None else None
 
     # -- training ------------------------------------------------------------------------
     def update(self, rows: list[dict], seed: int) -> dict:
@@ -239,11 +249,14 @@ class GroupWorker:
         for b, o in enumerate(old):
             old_full[b][resp[b] > 0] = o.to(self.device)
         adv = torch.tensor([r["advantage"] for r in rows], dtype=torch.float32, device=self.device)
+        weights = (torch.tensor([r["loss_weight"] for r in rows], device=self.device)
+                   if "loss_weight" in rows[0] else None)      # loss balance (algos/balance.py)
         opts, denom = LossOptions.of(self.settings), denom(float(resp.sum()))
         loss, m = policy_loss(lp, old_full, adv, resp, clip_low=self.settings.clip_low,
                               clip_high=self.settings.clip_high, dual_clip=self.settings.dual_clip,
                               entropy=entropy if opts.entropy_coeff else entropy.detach(), denom=denom,
-                              entropy_coeff=opts.entropy_coeff, log_ratio_clamp=opts.log_ratio_clamp)
+                              entropy_coeff=opts.entropy_coeff, log_ratio_clamp=opts.log_ratio_clamp,
+                              row_weights=weights)
         # FSDP averages gradients over ranks; the loss is a sum over all ranks' tokens / denom
         (loss * self.world).backward()
         n = m["n_tokens"]
