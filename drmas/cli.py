@@ -106,8 +106,9 @@ def cmd_warmstart(args) -> None:
     print(f"warm start {args.model} on {len(traces)} traces of {', '.join(roles)}")
     tok = load_tokenizer(args.tokenizer)
     model = tiny_model(spec, len(tok), seed=args.seed)
+    dtype = args.dtype or getattr(w, "dtype", "auto")
     losses = sft(model, tok, traces, steps=w.steps, batch_size=w.batch_size, lr=w.lr,
-                 seed=args.seed, desc=f"warmstart {args.model}")
+                 seed=args.seed, desc=f"warmstart {args.model}", dtype=dtype)
     model.save_pretrained(args.out, safe_serialization=True)
     tok.save_pretrained(args.out)
     (Path(args.out) / "sft_losses.json").write_text(_json.dumps(losses))
@@ -216,6 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--model", required=True, help="model name from the config's models:")
     sp.add_argument("--out", required=True)
     sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--dtype", choices=["auto", "float32", "bfloat16"], default=None,
+                    help="warm-start precision (default: the config's warmstart dtype, else auto)")
 
     sp = add("train", cmd_train, search=True, help_="one RL run (assignment x method x seed)")
     sp.add_argument("--data", required=True)

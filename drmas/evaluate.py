@@ -19,7 +19,8 @@ from drmas.metrics import aggregate
 from drmas.rewards import get_reward
 from drmas.rollout.base import Sampling
 from drmas.rollout.mas import build_orchestra, derived_seed, run_mas, score_episodes
-from drmas.train.groups import model_dir, plan_groups
+from drmas.train.groups import engine_options, model_dir, plan_groups
+from drmas.train.pool import local_device
 from drmas.train.workers import LocalGroup
 
 def cap_per_source(rows: list[dict], cap: int | None) -> list[dict]:
@@ -48,10 +49,12 @@ def behaviour(samples: pd.DataFrame, info_keys) -> dict:
 
 
 def group_paths(cfg: Config, suite: Suite, assignment: str, run_dir: str | Path | None) -> dict:
-    """{group: (model path, agents)}: a run's final weights, or the warm-started models."""
+    """{group: (model path, agents, settings, engine options)}: a run's final weights, or the
+    warm-started models."""
     plan = plan_groups(cfg, assignment, suite.agents)
     return {g: (Path(run_dir) / "final" / g if run_dir else model_dir(cfg, suite.name, s["model"]),
-                s["agents"], s["settings"]) for g, s in plan.items()}
+                s["agents"], s["settings"], engine_options(cfg, s["model"]))
+            for g, s in plan.items()}
 
 
 def reuse_base(cfg: Config, suite: Suite, twin_dir, out_dir, meta: dict) -> dict:
@@ -76,9 +79,11 @@ def evaluate(cfg: Config, suite: Suite, assignment: str, problems: list[dict], o
     e = cfg.eval
     n = e.n
     paths = group_paths(cfg, suite, assignment, run_dir)
-    groups = {g: LocalGroup(g, p, agents, settings, eval_batch=e.batch_size, trainable=False)
-              for g, (p, agents, settings) in paths.items()}
-    agent_group = {a: g for g, (_, agents, _) in paths.items() for a in agents}
+    device = local_device(cfg.resources)       # the GPU when there is one, like training
+    groups = {g: LocalGroup(g, p, agents, settings, eval_batch=e.batch_size, trainable=False,
+                            device=device, **options)
+              for g, (p, agents, settings, options) in paths.items()}
+    agent_group = {a: g for g, (_, agents, _, _) in paths.items() for a in agents}
     max_tokens = {a: cfg.agent_train(a).max_response_tokens for a in suite.agents}
     orchestra = build_orchestra(suite, retriever)
     reward = get_reward(suite.reward)

@@ -39,6 +39,17 @@ def _first_difference(a: TrainConfig, b: TrainConfig) -> str:
     return next(k for k in da if da[k] != db[k])
 
 
+#: what a model runs with when the config names nothing: today's numbers on the default
+#: profile (float32 RL and evaluation); `dtype: auto` picks bf16 where the hardware is fast
+DEFAULT_ENGINE, DEFAULT_DTYPE = "hf", "float32"
+
+
+def engine_options(cfg: Config, model: str) -> dict:
+    """{"engine", "dtype"} of a model (its `engine:` and `dtype:` keys under `models:`)."""
+    spec = cfg.models[model]
+    return {"engine": spec.get("engine", DEFAULT_ENGINE), "dtype": spec.get("dtype", DEFAULT_DTYPE)}
+
+
 def model_dir(cfg: Config, suite: str, model: str) -> Path:
     """Where the warm-started (tiny) or pretrained model of a suite lives."""
     spec = cfg.models[model]

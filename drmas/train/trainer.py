@@ -25,7 +25,7 @@ from drmas.rewards import get_reward
 from drmas.rollout.base import Sampling
 from drmas.rollout.mas import build_orchestra, derived_seed, run_mas, score_episodes
 from drmas.train import checkpoint
-from drmas.train.groups import model_dir, plan_groups
+from drmas.train.groups import engine_options, model_dir, plan_groups
 from drmas.train.pool import make_groups
 
 #: metrics keys that measure the machine, not the run: they differ between identical runs
@@ -102,7 +102,8 @@ class Trainer:
         t0 = time.perf_counter()
         self.groups, self.pool = make_groups(
             self.plan, {g: model_dir(cfg, suite.name, s["model"]) for g, s in self.plan.items()},
-            cfg.resources, cfg.threads)
+            cfg.resources, cfg.threads,
+            options={g: engine_options(cfg, s["model"]) for g, s in self.plan.items()})
         self.startup = {"groups_s": time.perf_counter() - t0,
                         "ray_start_s": self.pool.start_s if self.pool else 0.0}
         self.step = 0
