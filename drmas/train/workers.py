@@ -203,10 +203,11 @@ class GroupWorker:
     @torch.no_grad()
     def _old_logprobs(self, rows: list[dict], plan) -> dict[int, torch.Tensor]:
         """Logprobs of the behaviour policy for this rank's rows. The engine's own when it
-        computes them like the trainer (it holds these very weights); else recomputed with the
-        trainer before any step (`recompute_logprobs`, e.g. for vLLM)."""
+        computes them like the trainer (it generates with these very tensors); else recomputed
+        with the trainer before any step: when `recompute_logprobs` asks for it, and always
+        for an engine with weights of its own (vLLM, a bf16 copy), whose numerics differ."""
         chunks = [chunk for agents in plan for _, cs in agents for chunk in cs]
-        if not self.settings.recompute_logprobs:
+        if not (self.settings.recompute_logprobs or self.engine.needs_weights):
             return {i: torch.tensor(rows[i]["logprobs"], dtype=torch.float32)
                     for chunk in chunks for i in chunk}
         out = {}
