@@ -172,6 +172,12 @@ def cmd_perf(args) -> None:
         perf.main_advantages(rows=args.rows, seed=args.seed)
 
 
+def cmd_check(args) -> None:
+    from drmas.check import check_gpu
+
+    check_gpu(device=args.device, size=args.size, work=args.work)
+
+
 def cmd_index(args) -> None:
     from drmas.retrieval.index import build_index
 
@@ -250,6 +256,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("what", choices=["advantages"])
     sp.add_argument("--rows", type=int, default=1_000_000)
     sp.add_argument("--seed", type=int, default=0)
+
+    sp = add("check", cmd_check, "end-to-end check of the single-device path (GPU by default): "
+             "2 RL steps per method, checkpoint + resume, sleep/wake, 64-episode evaluation",
+             suite=None)
+    sp.add_argument("what", choices=["gpu"])
+    sp.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    sp.add_argument("--size", choices=["0.5b", "tiny"], default="0.5b",
+                    help="model shape: Qwen2.5-0.5B (random weights) or the tiny profile's")
+    sp.add_argument("--work", default=None, help="scratch folder (default: a new temp folder)")
 
     sp = add("index", cmd_index, "build a pyserini BM25 index of a corpus JSONL", suite=None)
     sp.add_argument("--corpus", required=True)

@@ -51,7 +51,7 @@ def _load_builtin() -> None:
     """Import the built-in agent modules so their decorators run."""
     import importlib
 
-    for module in ("drmas.agents.math", "drmas.agents.search"):
+    for module in ("drmas.agents.math", "drmas.agents.single", "drmas.agents.search"):
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as exc:
