@@ -39,3 +39,14 @@ def test_float32_hf_engine_shares_the_training_weights(tiny_model_dir):
     assert grp.sync() < 1.0
     gens = grp.generate([[{"role": "user", "content": "2 + 2?"}]], Sampling(0.0, 1.0, 4), 0)
     assert len(gens[0].response_ids) >= 1
+
+
+def test_vllm_waves_fit_the_budget():
+    from drmas.rollout.vllm import waves
+
+    lengths = [5, 7, 3, 9, 1, 12]
+    parts = waves(lengths, budget=12, max_seqs=2)
+    assert [i for p in parts for i in p] == list(range(len(lengths)))       # all, in order
+    assert all(len(p) <= 2 and (len(p) == 1 or sum(lengths[i] for i in p) <= 12) for p in parts)
+    assert waves([20], budget=12) == [range(0, 1)]                          # alone if too long
+    assert waves([], budget=12) == []

@@ -32,6 +32,36 @@ from drmas.rollout.mas import derived_seed
 GPU_MEMORY_UTILIZATION = 0.35
 #: GiB of KV cache of an engine on CPU
 CPU_KV_CACHE_GIB = 2
+#: prompt tokens vLLM may prefill in one step on CPU (and the longest context there)
+CPU_BATCH_TOKENS = 16384
+MAX_SEQS = 256
+
+
+def waves(lengths: Sequence[int], budget: int, max_seqs: int = MAX_SEQS) -> list[range]:
+    """Consecutive index ranges whose prompt tokens fit in `budget` (and `max_seqs` rows).
+
+    On CPU a seeded request must never be prefilled in parts: vLLM 0.32 then rewinds the
+    request's torch generator, which CPU generators cannot do ("CPU Generator does not use
+    offset"). Submitting a call's prompts in waves that vLLM prefills whole avoids it; the
+    per-request seeds keep the samples independent of how the prompts are cut."""
+    out, start, used = [], 0, 0
+    for i, n in enumerate(lengths):
+        if i > start and (used + n > budget or i - start >= max_seqs):
+            out.append(range(start, i))
+            start, used = i, 0
+        used += n
+    if start < len(lengths):
+        out.append(range(start, len(lengths)))
+    return out
+
+
+def _max_positions(model_path) -> int | None:
+    import json
+
+    config = Path(model_path) / "config.json"
+    if not config.exists():
+        return None
+    return json.loads(config.read_text()).get("max_position_embeddings")
 
 
 class VLLMEngine:
@@ -51,10 +81,17 @@ class VLLMEngine:
         kwargs = dict(model=str(model_path), dtype=str(dtype).removeprefix("torch."), seed=seed,
                       skip_tokenizer_init=True, logprobs_mode="processed_logprobs",
                       enable_sleep_mode=sleep_mode)
-        if max_model_len:
-            kwargs["max_model_len"] = max_model_len
+        self.budget = None
         if device.type == "cuda":
             kwargs["gpu_memory_utilization"] = GPU_MEMORY_UTILIZATION
+        else:
+            self.budget = CPU_BATCH_TOKENS
+            kwargs["max_num_batched_tokens"] = CPU_BATCH_TOKENS
+            kwargs["max_num_seqs"] = MAX_SEQS
+            max_model_len = min(max_model_len or CPU_BATCH_TOKENS, CPU_BATCH_TOKENS,
+                                _max_positions(model_path) or CPU_BATCH_TOKENS)
+        if max_model_len:
+            kwargs["max_model_len"] = max_model_len
         self.llm = LLM(**kwargs)
 
     @property
@@ -91,8 +128,11 @@ class VLLMEngine:
             top_p=1.0 if greedy else sampling.top_p, max_tokens=sampling.max_tokens,
             seed=derived_seed(base, i), logprobs=0, stop_token_ids=[self.eos_id],
             detokenize=False) for i in range(len(prompts))]
-        outs = self.llm.generate([TokensPrompt(prompt_token_ids=list(p)) for p in prompts],
-                                 params, use_tqdm=False)
+        requests = [TokensPrompt(prompt_token_ids=list(p)) for p in prompts]
+        parts = ([range(len(prompts))] if self.budget is None
+                 else waves([len(p) for p in prompts], self.budget))
+        outs = [o for part in parts for o in self.llm.generate(
+            [requests[i] for i in part], [params[i] for i in part], use_tqdm=False)]
         gens = []
         for prompt, out in zip(prompts, outs):
             c = out.outputs[0]
