@@ -1,40 +1,67 @@
 # drmas workflow: data -> (index) -> tokenizer/warm start -> RL runs -> evaluation -> tables, figures.
-# `snakemake --cores all` runs the default profile; `--configfile config/<profile>.yaml` another.
-# Rules are thin: each calls one `drmas` subcommand (see `drmas --help`).
+# `snakemake --cores all` runs the default profile (config/default.yaml); `--configfile
+# config/<profile>.yaml` runs another profile instead (profiles never inherit each other's
+# keys: every key not in the file takes its default from drmas/config.py). Any key can be
+# overridden with `--config KEY=VALUE` (VALUE is YAML: `seeds=[0,1,2]`, `eval={n: 8}`).
+# Rules are thin: each calls one `drmas` subcommand (see `drmas --help`). Each rule's
+# `params.key` is the slice of the config its job reads (drmas/stages.py): a change reruns
+# exactly the jobs whose slice changed. See ARCHITECTURE.md, "Reruns".
+import os
 import sys
 from pathlib import Path
 
 import yaml
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 min_version("9.0")
 
 
-configfile: "config/default.yaml"
-
-
 # A bad config gets one clear line and a non-zero exit instead of a traceback.
 try:
-    from drmas.config import from_dict, load_suite, suite_path
+    from drmas.config import check_suites, load_suite, suite_path, workflow_config
+    from drmas import stages
 
-    CFG = from_dict(config)  # drmas's own check first: its messages name the key
-    validate(config, "config/schema.yaml")
+    CFG = workflow_config(workflow.config_settings.configfiles,
+                          workflow.config_settings.config_args or [])
     SUITES = {name: load_suite(suite_path(name)) for name in CFG.suites}
-except Exception as exc:  # schema (snakemake ValidationError) or drmas ConfigError
+    check_suites(CFG, SUITES)
+except Exception as exc:  # drmas ConfigError (one line naming the key) or anything unexpected
     sys.stderr.write(f"drmas config error: {str(exc).strip().splitlines()[0]}\n")
     sys.exit(2)
 
 RES = f"results/{CFG.profile}"
+# The resolved config every job reads: written when the workflow starts running (never by
+# parsing or a dry run). It is not an input of any rule: reruns follow each rule's params.key.
 CONFIG = f"{RES}/config.yaml"
 METHODS = CFG.methods
 SEEDS = CFG.seeds
+FIGURES = ["grad_norm", "team_reward", "theory_check"]
+WATCHERS = []
+WATCH_INTERVAL = float(os.environ.get("DRMAS_WATCH_INTERVAL", 30))
 
-# The resolved config every rule reads; rewritten only when it changes, so a rerun with the
-# same config finds nothing to do.
-_resolved = yaml.safe_dump(dict(config), sort_keys=False)
-Path(RES).mkdir(parents=True, exist_ok=True)
-if not Path(CONFIG).exists() or Path(CONFIG).read_text() != _resolved:
-    Path(CONFIG).write_text(_resolved)
+
+onstart:
+    Path(RES).mkdir(parents=True, exist_ok=True)
+    text = yaml.safe_dump(CFG.resolved(), sort_keys=False)
+    if not Path(CONFIG).exists() or Path(CONFIG).read_text() != text:
+        Path(CONFIG).write_text(text)
+    # Jobs report their progress bars to status files; a watcher prints the running jobs
+    # (step / total, ETA) to this terminal every 30 s (drmas/progress.py, drmas/watch.py).
+    from drmas.progress import STATUS_ENV
+    from drmas.watch import Watcher, status_dir
+
+    os.environ[STATUS_ENV] = str(Path(status_dir(RES)).resolve())
+    WATCHERS.append(Watcher(os.environ[STATUS_ENV], interval=WATCH_INTERVAL).start())
+
+
+onsuccess:
+    for watcher in WATCHERS:
+        watcher.stop()
+
+
+onerror:
+    for watcher in WATCHERS:
+        watcher.stop()
 
 
 wildcard_constraints:
@@ -42,7 +69,7 @@ wildcard_constraints:
     assignment="|".join(CFG.assignments),
     method="|".join(METHODS),
     seed=r"\d+",
-    model=r"[A-Za-z0-9_-]+",
+    model="|".join(CFG.models),
 
 
 include: "rules/common.smk"
@@ -56,6 +83,5 @@ include: "rules/report.smk"
 rule all:
     input:
         expand(f"{RES}/tables/{{suite}}.{{ext}}", suite=SUITES, ext=["md", "tex", "csv"]),
-        expand(f"{RES}/figures/{{suite}}_{{fig}}.png", suite=SUITES,
-               fig=["grad_norm", "team_reward", "theory_check"]),
+        expand(f"{RES}/figures/{{suite}}_{{fig}}.png", suite=SUITES, fig=FIGURES),
     default_target: True

@@ -1,7 +1,9 @@
 """The `drmas` command line: one subcommand per workflow stage (the Snakemake rules call these).
 
 Every command takes `--config` (a profile YAML) and, where it acts on a suite, `--suite`
-(a benchmarks/*.yaml file). User errors print one line and exit 2, never a traceback.
+(a benchmarks/*.yaml file). User errors print one line and exit 2, never a traceback; input
+files are checked before any model is built. An unexpected error prints one line too, its
+traceback kept in a log file (`errors.log_unexpected`), and exits 1.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from drmas.errors import ConfigError, DrmasError
+from drmas.errors import ConfigError, DataError, DrmasError, log_unexpected
 
 
 def _config(args):
@@ -30,6 +32,10 @@ def _config(args):
 
 def _suite(args):
     from drmas.config import load_suite
+    from drmas.data.io import read_yaml
+
+    if Path(args.suite).is_file():      # a YAML syntax error: one line with file:line:column
+        read_yaml(args.suite, what="benchmark file")
     return load_suite(args.suite)
 
 
@@ -48,10 +54,10 @@ def _retriever(args, suite):
 
 
 def _traces(args, cfg, suite, rows, seed):
-    from drmas.data.traces import TRACE_BUILDERS
+    from drmas.registry import DEMONSTRATIONS
 
-    return TRACE_BUILDERS[suite.mas](rows, seed=seed, mistake_rate=cfg.warmstart.mistake_rate,
-                                     retriever=_retriever(args, suite))
+    return DEMONSTRATIONS.get(suite.mas)(rows, seed=seed, mistake_rate=cfg.warmstart.mistake_rate,
+                                         retriever=_retriever(args, suite))
 
 
 def cmd_prepare(args) -> None:
@@ -73,15 +79,15 @@ def cmd_prepare(args) -> None:
 
 
 def cmd_tokenizer(args) -> None:
-    from drmas.data.io import read_jsonl
+    from drmas.data.io import read_prepared
     from drmas.modeling import train_tokenizer
 
     cfg, suite = _config(args), _suite(args)
-    rows = read_jsonl(Path(args.data) / "train.jsonl")
+    rows = read_prepared(Path(args.data) / "train.jsonl")
     traces = _traces(args, cfg, suite, rows, seed=0)
     # the role names of the chat template are text too: "user\n…", "assistant\n…"
     texts = (f"{m[-1]['role']}\n{m[-1]['content']}\nassistant\n{r}" for _, m, r in traces)
-    tok = train_tokenizer(texts, cfg.tokenizer["vocab_size"])
+    tok = train_tokenizer(texts, cfg.tokenizer.vocab_size)
     tok.save_pretrained(args.out)
     print(f"tokenizer ({len(tok)} tokens) -> {args.out}")
 
@@ -89,15 +95,24 @@ def cmd_tokenizer(args) -> None:
 def cmd_warmstart(args) -> None:
     import json as _json
 
-    from drmas.data.io import read_jsonl
+    from drmas.data.io import read_prepared
     from drmas.modeling import load_tokenizer, tiny_model
     from drmas.train.sft import sft
 
     cfg, suite = _config(args), _suite(args)
+    if args.model not in cfg.models:
+        raise ConfigError(f"unknown model {args.model!r}; the config's models: "
+                          f"{', '.join(cfg.models)}")
+    if cfg.models[args.model].kind != "tiny":
+        raise ConfigError(f"model {args.model!r} is {cfg.models[args.model].kind}: only tiny "
+                          "models are warm-started")
+    if not Path(args.tokenizer).is_dir():
+        raise DataError(f"{args.tokenizer}: tokenizer folder not found (`drmas tokenizer` "
+                        "writes it)")
+    rows = read_prepared(Path(args.data) / "train.jsonl")
     _setup(cfg)
     w = cfg.warmstart_for(args.model)
     spec = cfg.models[args.model]
-    rows = read_jsonl(Path(args.data) / "train.jsonl")
     roles = cfg.roles_of(args.model, suite.agents)
     if not roles:
         raise ConfigError(f"model {args.model!r} plays no agent of suite {suite.name!r} in the "
@@ -108,7 +123,7 @@ def cmd_warmstart(args) -> None:
     model = tiny_model(spec, len(tok), seed=args.seed)
     dtype = args.dtype or getattr(w, "dtype", "auto")
     losses = sft(model, tok, traces, steps=w.steps, batch_size=w.batch_size, lr=w.lr,
-                 seed=args.seed, desc=f"warmstart {args.model}", dtype=dtype)
+                 seed=args.seed, desc=f"warmstart {suite.name}/{args.model}", dtype=dtype)
     model.save_pretrained(args.out, safe_serialization=True)
     tok.save_pretrained(args.out)
     (Path(args.out) / "sft_losses.json").write_text(_json.dumps(losses))
@@ -116,52 +131,56 @@ def cmd_warmstart(args) -> None:
 
 
 def cmd_train(args) -> None:
-    from drmas.data.io import read_jsonl
+    from drmas.data.io import read_prepared
     from drmas.train.trainer import Trainer
 
     cfg, suite = _config(args), _suite(args)
+    rows = read_prepared(Path(args.data) / "train.jsonl")
     _setup(cfg)
-    rows = read_jsonl(Path(args.data) / "train.jsonl")
     Trainer(cfg, suite, args.assignment, args.method, args.seed, rows, args.out,
-            retriever=_retriever(args, suite)).run()
+            retriever=_retriever(args, suite), checkpoints=args.checkpoints).run()
 
 
 def cmd_evaluate(args) -> None:
-    from drmas.data.io import read_jsonl
-    from drmas.evaluate import evaluate, reuse_base
+    from drmas import checks
+    from drmas.data.io import read_prepared
+    from drmas.evaluate import evaluate, group_paths, reuse_base
 
     cfg, suite = _config(args), _suite(args)
-    _setup(cfg)
+    if args.same_as and args.run:
+        raise ConfigError("--same-as reuses a base evaluation; it cannot go with --run")
     meta = {"suite": suite.name, "assignment": args.assignment, "seed": args.seed,
-            "method": _run_method(args.run) if args.run else "base"}
+            "method": checks.check_trained_run(args.run) if args.run else "base"}
     if args.same_as:
-        if args.run:
-            raise ConfigError("--same-as reuses a base evaluation; it cannot go with --run")
+        checks.check_eval_dir(args.same_as)
         scores = reuse_base(cfg, suite, args.same_as, args.out, meta)
     else:
-        rows = read_jsonl(Path(args.data) / "test.jsonl")
+        rows = read_prepared(Path(args.data) / "test.jsonl")
+        checks.check_model_dirs(p for p, *_ in group_paths(cfg, suite, args.assignment,
+                                                             args.run).values())
+        _setup(cfg)
         scores = evaluate(cfg, suite, args.assignment, rows, args.out, run_dir=args.run,
                           seed=args.seed, meta=meta, retriever=_retriever(args, suite))
     print(json.dumps(scores["overall"]))
 
 
-def _run_method(run_dir: str) -> str:
-    import yaml
-
-    return yaml.safe_load((Path(run_dir) / "config.yaml").read_text())["method"]
-
-
 def cmd_table(args) -> None:
+    from drmas.checks import check_scores
     from drmas.report.tables import write_table
 
     cfg, suite = _config(args), _suite(args)
+    for path in args.scores:
+        check_scores(path)
     write_table(cfg, suite, args.scores, args.out)
 
 
 def cmd_plot(args) -> None:
+    from drmas.checks import check_run
     from drmas.report.figures import write_figures
 
     cfg, suite = _config(args), _suite(args)
+    for run in args.runs:
+        check_run(run)
     write_figures(cfg, suite, args.runs, args.out)
 
 
@@ -215,9 +234,24 @@ def cmd_convert_gguf(args) -> None:
 
 
 def cmd_check(args) -> None:
-    from drmas.check import check_gpu
+    from drmas.gpu_check import check_gpu
 
     check_gpu(device=args.device, size=args.size, work=args.work)
+
+
+def cmd_config(args) -> None:
+    from drmas.config_show import schema_yaml, show
+
+    if args.action == "schema":
+        print(schema_yaml(suite=args.suite_schema), end="")
+    else:
+        print(show(args.configfile, args.overrides, suite=args.suite), end="")
+
+
+def cmd_watch(args) -> None:
+    from drmas.watch import watch
+
+    watch(args.results, interval=args.interval, once=args.once)
 
 
 def cmd_index(args) -> None:
@@ -232,9 +266,31 @@ def cmd_serve(args) -> None:
     serve(args.index, host=args.host, port=args.port)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line and exit 2, like every other user error."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+def _int_at_least(low: int, high: int | None = None):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < low or (high is not None and value > high):
+            bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+            raise argparse.ArgumentTypeError(f"must be {bound}, got {value}")
+        return value
+    parse.__name__ = "integer"
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="drmas", description=__doc__.splitlines()[0])
+    p = _Parser(prog="drmas", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
+    positive = _int_at_least(1)
 
     def add(name, fn, help_, suite=True, search=False):
         sp = sub.add_parser(name, help=help_, description=help_)
@@ -244,49 +300,57 @@ def build_parser() -> argparse.ArgumentParser:
         if suite:
             sp.add_argument("--suite", required=True, help="benchmark YAML (benchmarks/<name>.yaml)")
         if search:
-            sp.add_argument("--threads", type=int, default=None,
+            sp.add_argument("--threads", type=positive, default=None,
                             help="CPU threads for this job (default: the config's `threads`)")
             sp.add_argument("--index", default=None, help="BM25 index folder (searching suites)")
             sp.add_argument("--retriever-url", default=None,
                             help="retrieval service URL instead of an in-process index")
         return sp
 
+    data_help = "prepared data folder (train.jsonl, test.jsonl from `drmas prepare`)"
     sp = add("prepare", cmd_prepare, "write the suite's train/test JSONL")
     sp.add_argument("--out", required=True, help="output folder")
     sp.add_argument("--seed", type=int, default=0, help="generator seed")
 
     sp = add("tokenizer", cmd_tokenizer, search=True, help_="train the tiny profile's BPE tokenizer on task text")
-    sp.add_argument("--data", required=True, help="prepared data folder")
-    sp.add_argument("--out", required=True)
+    sp.add_argument("--data", required=True, help=data_help)
+    sp.add_argument("--out", required=True, help="tokenizer folder to write")
 
     sp = add("warmstart", cmd_warmstart, search=True, help_="build a tiny model and SFT it on agent demonstrations")
-    sp.add_argument("--data", required=True)
-    sp.add_argument("--tokenizer", required=True)
+    sp.add_argument("--data", required=True, help=data_help)
+    sp.add_argument("--tokenizer", required=True, help="tokenizer folder (from `drmas tokenizer`)")
     sp.add_argument("--model", required=True, help="model name from the config's models:")
-    sp.add_argument("--out", required=True)
-    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--out", required=True, help="model folder to write")
+    sp.add_argument("--seed", type=int, default=0, help="seed of the model's init and the SFT order")
     sp.add_argument("--dtype", choices=["auto", "float32", "bfloat16"], default=None,
                     help="warm-start precision (default: the config's warmstart dtype, else auto)")
 
     sp = add("train", cmd_train, search=True, help_="one RL run (assignment x method x seed)")
-    sp.add_argument("--data", required=True)
-    sp.add_argument("--assignment", required=True)
-    sp.add_argument("--method", required=True)
-    sp.add_argument("--seed", type=int, required=True)
+    sp.add_argument("--data", required=True, help=data_help)
+    sp.add_argument("--assignment", required=True,
+                    help="agent -> model assignment, a name from the config's assignments:")
+    sp.add_argument("--method", required=True,
+                    help="advantage method: grpo, drmas or an ablation (the config's methods:)")
+    sp.add_argument("--seed", type=int, required=True, help="run seed (sampling and updates)")
     sp.add_argument("--out", required=True, help="run folder")
+    sp.add_argument("--checkpoints", default=None, metavar="DIR",
+                    help="checkpoint folder (default: OUT/checkpoints); the newest intact "
+                         "checkpoint of the same configuration is resumed")
 
     sp = add("evaluate", cmd_evaluate, search=True, help_="n samples per test problem -> samples.jsonl, scores.json")
-    sp.add_argument("--data", required=True)
-    sp.add_argument("--assignment", required=True)
+    sp.add_argument("--data", required=True, help=data_help)
+    sp.add_argument("--assignment", required=True,
+                    help="agent -> model assignment, a name from the config's assignments:")
     sp.add_argument("--run", default=None, help="run folder (omit to evaluate the base models)")
     sp.add_argument("--same-as", default=None, metavar="EVAL_DIR",
                     help="base only: copy this eval folder of an assignment with the same base "
                          "models (the workflow's twin: Config.base_twin)")
-    sp.add_argument("--seed", type=int, default=0)
-    sp.add_argument("--out", required=True)
+    sp.add_argument("--seed", type=int, default=0, help="sampling seed")
+    sp.add_argument("--out", required=True, help="eval folder to write")
 
     sp = add("table", cmd_table, "paper-style table from scores.json files")
-    sp.add_argument("--scores", nargs="+", required=True)
+    sp.add_argument("--scores", nargs="+", required=True,
+                    help="scores.json files written by `drmas evaluate`")
     sp.add_argument("--out", required=True, help="output path without extension")
 
     sp = add("plot", cmd_plot, "grad-norm, reward and theory-check figures from runs")
@@ -298,8 +362,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("what", choices=["advantages", "rollout", "step"],
                     help="advantages: vectorised vs loop; rollout: vLLM vs transformers tokens/s; "
                          "step: our RL step vs TRL's GRPOTrainer")
-    sp.add_argument("--rows", type=int, default=1_000_000)
-    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--rows", type=positive, default=1_000_000,
+                    help="advantages: rows of the synthetic batch (default: 1,000,000)")
+    sp.add_argument("--seed", type=int, default=0, help="advantages: seed of the synthetic batch")
     sp.add_argument("--model", default="tiny",
                     help="rollout/step: tiny|small|medium|smol or a checkpoint folder")
     sp.add_argument("--steps", type=int, default=5,
@@ -325,15 +390,33 @@ def build_parser() -> argparse.ArgumentParser:
                     help="model shape: Qwen2.5-0.5B (random weights) or the tiny profile's")
     sp.add_argument("--work", default=None, help="scratch folder (default: a new temp folder)")
 
+    sp = add("config", cmd_config, "show a resolved profile (with where each value comes "
+             "from) or print the config schema", suite=None)
+    sp.add_argument("action", choices=["show", "schema"],
+                    help="show: the resolved config; schema: the JSON-Schema of every key")
+    sp.add_argument("--configfile", nargs="+", default=["config/default.yaml"], metavar="FILE",
+                    help="profile file(s), merged in order (default: config/default.yaml)")
+    sp.add_argument("--config", dest="overrides", nargs="*", default=[], metavar="KEY=VALUE",
+                    help="overrides as Snakemake's --config takes them (VALUE is YAML)")
+    sp.add_argument("--suite", default=None, help="also apply this suite's suite_overrides")
+    sp.add_argument("--suite-schema", action="store_true",
+                    help="schema: the benchmark-suite schema instead of the profile's")
+
+    sp = add("watch", cmd_watch, "live table of a workflow's running jobs (step, ETA)", suite=None)
+    sp.add_argument("results", nargs="?", default="results/default",
+                    help="the profile's results folder (default: results/default)")
+    sp.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes")
+    sp.add_argument("--once", action="store_true", help="print the table once and exit")
+
     sp = add("index", cmd_index, "build a pyserini BM25 index of a corpus JSONL", suite=None)
-    sp.add_argument("--corpus", required=True)
-    sp.add_argument("--out", required=True)
-    sp.add_argument("--threads", type=int, default=1)
+    sp.add_argument("--corpus", required=True, help="corpus JSONL ({id, contents} per line)")
+    sp.add_argument("--out", required=True, help="index folder to write")
+    sp.add_argument("--threads", type=positive, default=1, help="indexing threads")
 
     sp = add("serve", cmd_serve, "serve an index over HTTP (Search-R1 /retrieve API)", suite=None)
-    sp.add_argument("--index", required=True)
-    sp.add_argument("--host", default="127.0.0.1")
-    sp.add_argument("--port", type=int, default=8000)
+    sp.add_argument("--index", required=True, help="index folder (from `drmas index`)")
+    sp.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    sp.add_argument("--port", type=_int_at_least(1, 65535), default=8000, help="port to listen on")
     return p
 
 
@@ -342,8 +425,15 @@ def main(argv=None) -> int:
     try:
         args.fn(args)
     except DrmasError as exc:
-        print(f"drmas {args.command}: error: {exc}", file=sys.stderr)
+        print(f"drmas {args.command}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"drmas {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:        # a bug, not a user error: one line here, the rest in a log
+        line = log_unexpected(args.command, exc, getattr(args, "out", None))
+        print(f"drmas {args.command}: {line}", file=sys.stderr)
+        return 1
     return 0
 
 

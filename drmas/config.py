@@ -1,113 +1,200 @@
-"""The typed configuration tree: a profile config (config/*.yaml) and benchmark suites
-(benchmarks/*.yaml), validated against config/schema.yaml with one-line errors."""
+"""The configuration: a profile (config/<profile>.yaml) and benchmark suites (benchmarks/*.yaml).
+
+The dataclasses below are the one source of truth for every key: its type, its default and
+its help text (cleanrl-style, one help line per field). `config/schema.yaml` is generated
+from them (`drmas config schema`), a profile states only what differs from these defaults,
+and `drmas config show` prints a resolved config with where each value came from.
+
+Defaults are the paper's settings where the paper has one (lr 1e-6, group n 8, clip 0.2 ...);
+the tiny CPU profile (`config/default.yaml`) overrides what a few-minute run on tiny models
+needs. See ARCHITECTURE.md, "Configuration".
+"""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Literal
 
 import yaml
 
 from drmas.errors import ConfigError
+from drmas.schema import coerce, dataclass_schema, opt, validate
 
-ROOT = Path(__file__).resolve().parent.parent
-SCHEMA = ROOT / "config" / "schema.yaml"
+PROB = {"exclusiveMinimum": 0, "maximum": 1}
+POS = {"minimum": 1}
+DEFAULT_PROFILE = Path("config") / "default.yaml"
+Method = Literal["grpo", "drmas", "mean_agent_std_global", "mean_global_std_agent"]
+METHODS: tuple[str, ...] = Method.__args__           # the advantage estimators (algos/advantages.py)
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """RL hyper-parameters; every key can be overridden per agent under `agents:`."""
+    """RL hyper-parameters. Keys not in RUN_KEYS can be set per agent under `agents:`."""
 
-    steps: int = 24
-    prompts_per_step: int = 16
-    group_n: int = 8
-    ppo_mini_batches: int = 2
-    micro_batch_rows: int = 128
-    micro_batch_tokens: int = 2048       # padded tokens per forward/backward (rows sorted by length)
-    lr: float = 1e-6
-    weight_decay: float = 0.01
-    clip_low: float = 0.2
-    clip_high: float = 0.2
-    dual_clip: float = 3.0
-    grad_clip: float = 1.0
-    norm_by_std: bool = True
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_response_tokens: int = 64
-    save_every: int = 10
-    recompute_logprobs: bool = False
-    lora_rank: int = 0                 # > 0: train LoRA adapters (q/k/v/o) instead of all weights
-    lora_alpha: float = 32.0
+    steps: int = opt(300, "RL steps per run", **POS)
+    prompts_per_step: int = opt(32, "problems per RL step", **POS)
+    group_n: int = opt(8, "rollouts per problem (the GRPO group)", minimum=2)
+    ppo_mini_batches: int = opt(1, "optimiser steps per RL step (the batch split into this many mini-batches)", **POS)
+    micro_batch_rows: int = opt(8, "rows per forward/backward (gradient accumulation)", **POS)
+    micro_batch_tokens: int = opt(40960, "padded tokens per forward/backward; rows are sorted by length into micro-batches", **POS)
+    lr: float = opt(1e-6, "AdamW learning rate (constant)", exclusiveMinimum=0, maximum=1)
+    weight_decay: float = opt(0.01, "AdamW weight decay", minimum=0, maximum=1)
+    clip_low: float = opt(0.2, "PPO ratio clip below 1", minimum=0, maximum=1)
+    clip_high: float = opt(0.2, "PPO ratio clip above 1", minimum=0, maximum=10)
+    dual_clip: float = opt(3.0, "dual-clip constant for negative advantages", minimum=1)
+    grad_clip: float = opt(1.0, "max gradient L2 norm per worker group", exclusiveMinimum=0)
+    norm_by_std: bool = opt(True, "divide advantages by the pool std (false = Dr.GRPO)")
+    temperature: float = opt(1.0, "rollout sampling temperature", exclusiveMinimum=0, maximum=5)
+    top_p: float = opt(1.0, "rollout nucleus sampling", **PROB)
+    max_response_tokens: int = opt(4096, "max new tokens per agent call", **POS)
+    save_every: int = opt(50, "checkpoint every N steps (and at the end)", **POS)
+    recompute_logprobs: bool = opt(False, "recompute behaviour logprobs with the trainer before the update (needed when the engine's numerics differ from the trainer's, e.g. vLLM); false uses the engine's own")
+    lora_rank: int = opt(0, "LoRA rank of the q/k/v/o projections (0 = full fine-tuning); saved weights are merged, so they load without peft", minimum=0)
+    lora_alpha: float = opt(32.0, "LoRA scaling numerator (the update is scaled by lora_alpha / lora_rank)", exclusiveMinimum=0)
+    entropy_coeff: float = opt(0.0, "entropy bonus coefficient in the policy loss (the paper's search runs: 0.001, its math runs: 0)", minimum=0)
+    loss_aggregation: Literal["minibatch", "verl"] = opt("verl", "token-mean of the loss: `verl` = mean per micro-batch, then over micro-batches (the paper's code); `minibatch` = one token denominator over the whole mini-batch")
+    log_ratio_clamp: float | None = opt(None, "clamp the new/old log-ratio to +-this before exp (null = no clamp, as verl)", exclusiveMinimum=0)
+    max_prompt_tokens: int | None = opt(4096, "longest prompt in tokens; longer ones are cut on the `prompt_truncation` side (null = no cap)", **POS)
+    prompt_truncation: Literal["left", "middle", "right"] = opt("left", "which part of an over-long prompt is cut: left keeps the end (the paper's search runs), middle keeps both ends (its math runs), right keeps the start")
+    per_slot_uids: bool = opt(True, "every drawn problem slot is its own GRPO group (as upstream); false = a problem drawn twice in one step shares one group")
+    epochs: int | None = opt(None, "if set, the run's length in passes over the training set (steps = epochs x problems / prompts_per_step, as verl counts); null = `steps`", **POS)
 
 
-# Keys that are properties of a whole run (batch shape, schedule): one value for all agents.
-RUN_KEYS = ("steps", "prompts_per_step", "group_n", "ppo_mini_batches", "save_every", "norm_by_std")
-
-
-@dataclass(frozen=True)
-class ResourceConfig:
-    """Where worker groups run (see drmas/train/pool.py).
-
-    `local`: every group in the trainer process, one worker each (tests, evaluation).
-    `ray`: each group is `workers_per_group` Ray actors (FSDP2 when > 1) placed on one pool of
-    `num_cpus` CPUs / `num_gpus` GPUs, all groups on the same devices (`colocated`, as the paper)
-    or each on its own slice (`disjoint`).
-    """
-
-    backend: str = "local"
-    workers_per_group: int = 1
-    placement: str = "colocated"
-    num_cpus: int | None = None        # None: the profile's `threads` (Snakemake's `threads:`)
-    num_gpus: int | None = None        # None: every visible GPU (none on CPU)
+#: Properties of a whole run (batch shape, schedule): one value for all agents, so a
+#: per-agent override of one of them is an error.
+RUN_KEYS = ("steps", "prompts_per_step", "group_n", "ppo_mini_batches", "save_every", "norm_by_std",
+            "per_slot_uids", "epochs")
 
 
 @dataclass(frozen=True)
 class EvalConfig:
-    n: int = 16
-    temperature: float = 0.6
-    top_p: float = 0.95
-    batch_size: int = 256
-    max_problems_per_source: int | None = None
+    """Evaluation: n samples per test problem (avg@n, pass@n)."""
+
+    n: int = opt(16, "samples per problem (avg@n, pass@n)", **POS)
+    temperature: float = opt(0.6, "sampling temperature", exclusiveMinimum=0, maximum=5)
+    top_p: float = opt(0.95, "nucleus sampling", **PROB)
+    batch_size: int = opt(256, "episodes evaluated together; also the most prompts per generate batch", **POS)
+    max_problems_per_source: int | None = opt(None, "cap on test problems per data_source (null = all)", **POS)
 
 
 @dataclass(frozen=True)
 class WarmstartConfig:
-    steps: int = 500
-    batch_size: int = 48
-    lr: float = 3e-3
-    mistake_rate: float = 0.3
+    """Supervised warm start of the tiny models on agent demonstrations."""
+
+    steps: int = opt(500, "optimiser steps", **POS)
+    batch_size: int = opt(48, "demonstrations per step", **POS)
+    lr: float = opt(3e-3, "peak AdamW learning rate (warm-up then cosine decay)", exclusiveMinimum=0, maximum=1)
+    mistake_rate: float = opt(0.3, "share of demonstrations with a deliberate mistake (RL's room to improve)", minimum=0, maximum=1)
+
+
+@dataclass(frozen=True)
+class TokenizerConfig:
+    """The tiny models' byte-level BPE tokenizer, trained on the task text."""
+
+    vocab_size: int = opt(1024, "BPE vocabulary size", minimum=260, maximum=65536)
+
+
+@dataclass(frozen=True)
+class ResourceConfig:
+    """Where the worker groups of a run live (drmas/train/pool.py).
+
+    `local`: every group in the trainer process, one worker each (tests, evaluation).
+    `ray`: each group is `workers_per_group` Ray actors (FSDP2 when > 1) on one pool of
+    `num_cpus` CPUs / `num_gpus` GPUs, all groups on the same devices taking turns
+    (`colocated`, as the paper) or each on its own slice (`disjoint`).
+    """
+
+    backend: Literal["local", "ray"] = opt("ray", "local = all groups in the trainer process, one worker each; ray = each group is Ray actors on a shared pool")
+    workers_per_group: int = opt(1, "Ray actors per group (a torch.distributed group, FSDP2-sharded when > 1; ray backend only)", **POS)
+    placement: Literal["colocated", "disjoint"] = opt("colocated", "colocated = all groups on the same devices, taking turns (the paper's setup); disjoint = each group on its own slice of the pool")
+    num_cpus: int | None = opt(None, "CPUs of the pool (null = `threads`, i.e. Snakemake's threads for the job)", **POS)
+    num_gpus: int | None = opt(None, "GPUs of the pool (null = all visible); also what the train job asks its scheduler for", minimum=0)
+    ray_address: str | None = opt(None, "join an existing Ray cluster at this address (e.g. `auto`, or `ray://head:10001`); null = start a private local one per run")
+
+
+RULES = ("prepare", "index", "tokenizer", "warmstart", "train", "evaluate", "report")
+
+
+@dataclass(frozen=True)
+class JobResources:
+    """What one job asks a cluster scheduler for (Snakemake `resources:`; ignored locally)."""
+
+    gpus: int = opt(0, "GPUs per job (the train job's default is resources.num_gpus)", minimum=0)
+    mem_mb: int = opt(8000, "memory per job in MB", **POS)
+    runtime: int = opt(120, "wall-clock limit per job in minutes", **POS)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A base model: `tiny` (built from a Qwen2 config and warm-started) or `pretrained`."""
+
+    kind: Literal["tiny", "pretrained"] = opt(help="tiny = built from a Qwen2 config and warm-started; pretrained = loaded from `path`")
+    path: str | None = opt(None, "pretrained: a local folder or a hub id")
+    hidden_size: int | None = opt(None, "tiny: hidden size (head_dim = hidden_size / heads; vLLM needs >= 32)", **POS)
+    layers: int | None = opt(None, "tiny: transformer blocks", **POS)
+    heads: int | None = opt(None, "tiny: attention heads", **POS)
+    intermediate_size: int | None = opt(None, "tiny: MLP width", **POS)
+    max_positions: int = opt(512, "tiny: longest sequence (prompt + response) in tokens", **POS)
+    chat_template_kwargs: dict = opt(factory=dict, help="keyword arguments for the model's chat template (Qwen3 in the paper: {enable_thinking: false})")
+    warmstart: dict = opt(factory=dict, partial=WarmstartConfig,
+                          help="tiny: warm-start keys for this model, over the profile's (and the suite's) own")
 
 
 @dataclass(frozen=True)
 class Assignment:
-    share: bool
-    models: dict[str, str]
+    """Which model each agent plays, and whether agents on one model share its weights."""
+
+    share: bool = opt(help="agents naming the same model share one worker group (one set of weights)")
+    models: dict[str, str] = opt(help="agent name -> model name; `default` for agents not listed",
+                                 required=["default"])
 
     def model_of(self, agent: str) -> str:
         return self.models.get(agent, self.models["default"])
 
 
 @dataclass(frozen=True)
+class SuiteOverride:
+    """Keys that replace the profile's own for one suite's jobs (merged key by key)."""
+
+    tokenizer: dict = opt(factory=dict, partial=TokenizerConfig, help="tokenizer keys for this suite")
+    warmstart: dict = opt(factory=dict, partial=WarmstartConfig, help="warm-start keys for this suite")
+    train: dict = opt(factory=dict, partial=TrainConfig, help="train keys for this suite")
+    eval: dict = opt(factory=dict, partial=EvalConfig, help="eval keys for this suite")
+    agents: dict[str, dict] = opt(factory=dict, partial=TrainConfig, per_name=True, exclude=RUN_KEYS,
+                                  help="per-agent overrides of train keys, for this suite")
+
+
+@dataclass(frozen=True)
 class Config:
-    profile: str
-    seeds: list[int]
-    suites: list[str]
-    methods: list[str]
-    assignments: list[str]
-    models: dict[str, dict]
-    assignment_defs: dict[str, Assignment]
-    train: TrainConfig
-    eval: EvalConfig
-    warmstart: WarmstartConfig = WarmstartConfig()
-    tokenizer: dict = field(default_factory=lambda: {"vocab_size": 384})
-    agents: dict[str, dict] = field(default_factory=dict)
-    datasets: dict[str, str] = field(default_factory=dict)
-    threads: int = 1
-    resources: ResourceConfig = ResourceConfig()
-    raw: dict = field(default_factory=dict, compare=False, repr=False)
+    """A profile: what to run (suites x assignments x methods x seeds) and with what."""
+
+    profile: str = opt(help="name; outputs go to results/<profile>/", pattern="^[A-Za-z0-9_-]+$")
+    suites: list[str] = opt(help="benchmark files (benchmarks/<name>.yaml) to run", minItems=1)
+    assignments: list[str] = opt(help="keys of assignment_defs to run", minItems=1)
+    models: dict[str, ModelSpec] = opt(help="base models by name", minProperties=1)
+    assignment_defs: dict[str, Assignment] = opt(help="agent -> model assignments by name")
+    seeds: list[int] = opt(factory=lambda: [0], help="one run per seed", minItems=1)
+    methods: list[Method] = opt(factory=lambda: ["grpo", "drmas"], minItems=1,
+                                help="advantage estimators: grpo = one pool per prompt group, drmas = one pool per agent in it; the other two are the paper's ablations")
+    threads: int = opt(1, "torch threads per job (Snakemake runs jobs side by side)", **POS)
+    prompt_set: Literal["upstream", "compact"] = opt("upstream", "the agents' prompts: `upstream` = the paper's templates exactly; `compact` = short prompts for the tiny models (same control flow and parsing)")
+    datasets: dict[str, str] = opt(factory=dict, help="per suite, which `datasets:` entry of its benchmark file to use (default: the profile name)")
+    tokenizer: TokenizerConfig = opt(factory=TokenizerConfig, help="the tiny models' tokenizer")
+    warmstart: WarmstartConfig = opt(factory=WarmstartConfig, help="warm start of the tiny models")
+    train: TrainConfig = opt(factory=TrainConfig, help="RL hyper-parameters")
+    agents: dict[str, dict] = opt(factory=dict, partial=TrainConfig, per_name=True, exclude=RUN_KEYS,
+                                  help="per-agent overrides of train keys, e.g. {solver: {lr: 1.0e-5}}")
+    eval: EvalConfig = opt(factory=EvalConfig, help="evaluation")
+    resources: ResourceConfig = opt(factory=ResourceConfig, help="where the worker groups run")
+    suite_overrides: dict[str, SuiteOverride] = opt(factory=dict, help="per suite name, keys that replace the profile's own for that suite's jobs")
+    job_resources: dict[str, dict] = opt(factory=dict, partial=JobResources, per_name=True,
+                                         propertyNames={"enum": list(RULES)},
+                                         help="per rule (prepare, index, tokenizer, warmstart, train, evaluate, report): what its jobs ask a cluster scheduler for")
+    raw: dict = dataclasses.field(default_factory=dict, compare=False, repr=False, init=True,
+                                  metadata={"internal": True})
 
     @property
     def results(self) -> Path:
@@ -125,7 +212,7 @@ class Config:
     def warmstart_for(self, model: str) -> WarmstartConfig:
         """The warm start of one model: the `warmstart:` block (after suite overrides) with the
         model's own `warmstart:` keys over it (a larger model may need fewer steps)."""
-        return dataclasses.replace(self.warmstart, **self.models[model].get("warmstart", {}))
+        return dataclasses.replace(self.warmstart, **self.models[model].warmstart)
 
     def roles_of(self, model: str, agents: list[str]) -> list[str]:
         """The agents (of `agents`, in that order) that `model` plays in some configured
@@ -151,37 +238,81 @@ class Config:
 
     def for_suite(self, suite: str) -> "Config":
         """The config a job of `suite` runs with: `suite_overrides.<suite>` merged key by key
-        into `tokenizer`, `warmstart`, `train`, `eval` and `agents` (per agent). One profile can
-        so give, e.g., the search suite a longer warm start than math."""
+        into `tokenizer`, `warmstart`, `train`, `eval` and `agents` (per agent)."""
         over = (self.raw.get("suite_overrides") or {}).get(suite)
         if not over:
             return self
-        raw = copy.deepcopy(self.raw)
-        for key, block in over.items():
-            if key == "agents":
-                raw["agents"] = {a: {**raw.get("agents", {}).get(a, {}), **block.get(a, {})}
-                                 for a in dict.fromkeys([*raw.get("agents", {}), *block])}
-            else:
-                raw[key] = {**raw.get(key, {}), **block}
+        raw = apply_suite_override(self.raw, over)
         return dataclasses.replace(from_dict(raw), threads=self.threads)
 
+    def job_resources_for(self, rule: str) -> JobResources:
+        """Scheduler resources of a rule's jobs: the defaults, the train job's GPUs from
+        `resources.num_gpus`, then the profile's `job_resources.<rule>`."""
+        base = JobResources(gpus=(self.resources.num_gpus or 0) if rule == "train" else 0)
+        return dataclasses.replace(base, **self.job_resources.get(rule, {}))
 
-def _one_line_schema_error(err) -> str:
-    where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
-    return f"config: {where}: {err.message}"
+    def resolved(self) -> dict:
+        """Every key with its value (defaults included), as plain data: what a job ran with."""
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "raw"}
 
 
-def validate(raw: dict) -> None:
-    """Check a raw config dict against config/schema.yaml; raise ConfigError on the first error."""
-    import jsonschema
+def apply_suite_override(raw: dict, over: dict) -> dict:
+    """`raw` with one suite's override block merged in (per agent for `agents`)."""
+    raw = copy.deepcopy(raw)
+    for key, block in over.items():
+        if key == "agents":
+            raw["agents"] = {a: {**raw.get("agents", {}).get(a, {}), **block.get(a, {})}
+                             for a in dict.fromkeys([*raw.get("agents", {}), *block])}
+        else:
+            raw[key] = {**raw.get(key, {}), **block}
+    return raw
 
-    schema = yaml.safe_load(SCHEMA.read_text())
-    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(raw),
-                    key=lambda e: list(e.absolute_path))
-    if errors:
-        raise ConfigError(_one_line_schema_error(errors[0]))
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def config_schema() -> dict:
+    """The JSON-Schema of a profile, generated from the dataclasses."""
+    schema = dataclass_schema(Config)
+    schema["properties"].pop("raw", None)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "drmas profile configuration",
+            "description": "Generated from drmas/config.py by `drmas config schema`; do not edit.",
+            **schema}
+
+
+# -- checks beyond the schema ------------------------------------------------------------
+def _check_agent_blocks(raw: dict) -> None:
+    """Per-agent blocks: no run-wide key, and only agents some MAS has."""
+    from drmas.registry import MAS
+
+    known = {agent for name in MAS.names() for agent in MAS.get(name).agents}
+    blocks = [("agents", raw.get("agents") or {})]
+    blocks += [(f"suite_overrides.{s}.agents", (o or {}).get("agents") or {})
+               for s, o in (raw.get("suite_overrides") or {}).items() if isinstance(o, dict)]
+    for where, agents in blocks:
+        if not isinstance(agents, dict):
+            continue
+        for agent, keys in agents.items():
+            if agent not in known:
+                raise ConfigError(f"config: {where}.{agent}: no MAS has an agent {agent!r}; "
+                                  f"known: {', '.join(sorted(known))}")
+            for key in keys or {}:
+                if key in RUN_KEYS:
+                    raise ConfigError(f"config: {where}.{agent}.{key}: a run-wide key (one value for "
+                                      f"all agents); set it under train: instead")
+
+
+def _check(raw: dict) -> None:
     res = raw.get("resources", {})
-    if res.get("backend", "local") == "local" and res.get("workers_per_group", 1) > 1:
+    if res.get("backend", "ray") == "local" and res.get("workers_per_group", 1) > 1:
         raise ConfigError("config: resources.workers_per_group > 1 needs resources.backend: ray")
     for name in raw["assignments"]:
         if name not in raw["assignment_defs"]:
@@ -191,50 +322,149 @@ def validate(raw: dict) -> None:
             if model not in raw["models"]:
                 raise ConfigError(f"config: assignment_defs.{name}.models.{agent}: "
                                   f"unknown model {model!r}; known: {', '.join(raw['models'])}")
+    for name, spec in raw["models"].items():
+        if spec["kind"] == "pretrained" and not spec.get("path"):
+            raise ConfigError(f"config: models.{name}: a pretrained model needs a path "
+                              "(a local folder or a hub id)")
+        if spec["kind"] == "tiny":
+            missing = [k for k in ("hidden_size", "layers", "heads", "intermediate_size") if not spec.get(k)]
+            if missing:
+                raise ConfigError(f"config: models.{name}: a tiny model needs {', '.join(missing)}")
+            if spec["hidden_size"] % spec["heads"]:
+                raise ConfigError(f"config: models.{name}: hidden_size {spec['hidden_size']} is "
+                                  f"not a multiple of heads {spec['heads']}")
 
 
 def from_dict(raw: dict) -> Config:
-    validate(raw)
-    known = {f.name for f in fields(Config)} - {"raw"}
-    kwargs: dict[str, Any] = {k: v for k, v in raw.items() if k in known}
-    kwargs["train"] = TrainConfig(**raw["train"])
-    kwargs["eval"] = EvalConfig(**raw["eval"])
+    """Validate a raw profile (defaults not yet applied) and build the typed config."""
+    if not isinstance(raw, dict):
+        raise ConfigError("config: expected a mapping at the top level")
+    raw = coerce(raw, config_schema())
+    _check_agent_blocks(raw)
+    validate(raw, config_schema())
+    _check(raw)
+    kwargs: dict[str, Any] = {k: v for k, v in raw.items()
+                              if k not in ("train", "eval", "warmstart", "tokenizer", "resources",
+                                           "models", "assignment_defs", "suite_overrides")}
+    kwargs["train"] = TrainConfig(**raw.get("train", {}))
+    kwargs["eval"] = EvalConfig(**raw.get("eval", {}))
     kwargs["warmstart"] = WarmstartConfig(**raw.get("warmstart", {}))
+    kwargs["tokenizer"] = TokenizerConfig(**raw.get("tokenizer", {}))
     kwargs["resources"] = ResourceConfig(**raw.get("resources", {}))
+    kwargs["models"] = {k: ModelSpec(**v) for k, v in raw["models"].items()}
     kwargs["assignment_defs"] = {k: Assignment(v["share"], dict(v["models"]))
                                  for k, v in raw["assignment_defs"].items()}
+    kwargs["suite_overrides"] = {k: SuiteOverride(**v) for k, v in (raw.get("suite_overrides") or {}).items()}
     return Config(**kwargs, raw=raw)
 
 
-def load(path: str | Path) -> Config:
+# -- reading files and overrides -----------------------------------------------------------
+def read_yaml(path: str | Path, what: str = "config") -> dict:
+    """A YAML mapping from a file; one-line errors for a missing file, bad YAML, a non-mapping."""
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(f"config file not found: {path}")
+        raise ConfigError(f"{what} file not found: {path}")
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from exc
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{where}: not valid YAML ({problem})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    if raw is None:
+        raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level")
+    return raw
+
+
+def parse_overrides(entries: Iterable[str]) -> dict:
+    """`KEY=VALUE` command-line overrides (Snakemake's `--config` form) as a nested dict;
+    each VALUE is read as YAML, so lists and mappings work: `seeds=[0,1,2]`,
+    `eval={n: 8}`, `train={lr: 5.0e-4}`."""
+    out: dict = {}
+    for entry in entries:
+        key, sep, value = entry.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"override {entry!r}: expected KEY=VALUE")
+        try:
+            parsed = yaml.safe_load(value) if value.strip() else None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"override {entry!r}: value is not valid YAML "
+                              f"({getattr(exc, 'problem', None) or exc})") from None
+        deep_merge(out, {key.strip(): parsed})
+    return out
+
+
+def deep_merge(base: dict, update: dict, source: str | None = None, provenance: dict | None = None,
+               prefix: str = "") -> dict:
+    """Merge `update` into `base` in place (mappings merged key by key, anything else
+    replaced); record `source` for every leaf set in `provenance` (dotted paths)."""
+    for key, value in update.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            deep_merge(base[key], value, source, provenance, path + ".")
+        else:
+            base[key] = copy.deepcopy(value)
+            if provenance is not None:
+                for leaf in _leaves(value, path):
+                    provenance[leaf] = source
+    return base
+
+
+def _leaves(value: Any, path: str) -> list[str]:
+    if isinstance(value, dict) and value:
+        return [leaf for k, v in value.items() for leaf in _leaves(v, f"{path}.{k}")]
+    return [path]
+
+
+def resolve_layers(files: Iterable[str | Path], overrides: Iterable[str] = ()) -> tuple[dict, dict]:
+    """(raw config, provenance) from profile files (merged in order) and `KEY=VALUE`
+    overrides; provenance maps each dotted key a layer set to `profile <file>` or
+    `command line`."""
+    raw: dict = {}
+    provenance: dict[str, str] = {}
+    for path in files:
+        deep_merge(raw, read_yaml(path), f"profile {path}", provenance)
+    deep_merge(raw, parse_overrides(overrides), "command line", provenance)
+    return raw, provenance
+
+
+def load(path: str | Path, overrides: Iterable[str] = ()) -> Config:
+    """A profile file (plus optional `KEY=VALUE` overrides) as a validated Config."""
+    raw, _ = resolve_layers([path], overrides)
     return from_dict(raw)
 
 
+def workflow_config(configfiles: Iterable[str | Path], config_args: Iterable[str]) -> Config:
+    """The config of a Snakemake run: its `--configfile` files (config/default.yaml when none:
+    a profile never inherits another profile's keys) and its `--config KEY=VALUE` arguments,
+    re-read as YAML (Snakemake itself passes nested values on as strings)."""
+    files = list(configfiles) or [DEFAULT_PROFILE]
+    raw, _ = resolve_layers(files, config_args)
+    return from_dict(raw)
+
+
+# -- benchmark suites ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Suite:
-    """A benchmark suite (benchmarks/<name>.yaml): data, MAS, reward and metrics."""
+    """A benchmark suite (benchmarks/<name>.yaml): data, MAS, reward."""
 
-    name: str
-    mas: str
-    agents: list[str]
-    reward: str
-    invalid_penalty: float
-    datasets: dict[str, dict]
-    max_loop: int = 2
-    max_turns: int = 4
-    topk: int = 3
-    metrics: dict = field(default_factory=lambda: {"n": 16})
-    title: str = ""
-    retrieval: bool = False        # the MAS searches an index (built by rules/index.smk)
+    name: str = opt(help="suite name (the file's stem); tables and figures are named after it", pattern="^[A-Za-z0-9_-]+$")
+    mas: str = opt(help="the multi-agent system (a folder of drmas/mas/, registered as a MAS)")
+    agents: list[str] = opt(help="the MAS's agents that take part, in its order", minItems=1)
+    reward: str = opt(help="team reward function (registered in drmas/rewards)")
+    invalid_penalty: float = opt(help="subtracted from a row's score when its output breaks the format", minimum=0, maximum=1)
+    datasets: dict[str, dict] = opt(help="data per profile name: `kind: generated` (a seeded generator) or `kind: hub` (sources by hub id or local path)",
+                                    additionalProperties={"type": "object", "required": ["kind"],
+                                                          "properties": {"kind": {"enum": ["generated", "hub"]}}})
+    title: str = opt("", "title of the suite's tables and figures")
+    max_loop: int = opt(2, "math MAS: at most this many Solver calls (the Verifier is skipped on the last)", **POS)
+    max_turns: int = opt(4, "search MAS: at most this many Verifier turns", **POS)
+    topk: int = opt(3, "search MAS: documents returned per search", **POS)
+    retrieval: bool = opt(False, "the MAS searches an index (built by rules/index.smk)")
 
     def data_spec(self, key: str) -> dict:
         if key not in self.datasets:
@@ -242,30 +472,55 @@ class Suite:
                               f"known: {', '.join(self.datasets)}")
         return self.datasets[key]
 
+    def mas_keys(self) -> dict:
+        """Everything about the suite that shapes an episode and its reward (not its data)."""
+        return {k: getattr(self, k) for k in ("mas", "agents", "reward", "invalid_penalty",
+                                               "max_loop", "max_turns", "topk", "retrieval")}
 
-SUITE_KEYS = {f.name for f in fields(Suite)}
+
+def suite_schema() -> dict:
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "drmas benchmark suite",
+            "description": "Generated from drmas/config.py (Suite); do not edit.",
+            **dataclass_schema(Suite)}
 
 
 def load_suite(path: str | Path) -> Suite:
+    """A benchmark file, validated against the suite schema and its MAS's agents."""
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"benchmark file not found: {path}")
-    raw = yaml.safe_load(path.read_text()) or {}
-    unknown = set(raw) - SUITE_KEYS
-    if unknown:
-        raise ConfigError(f"{path}: unknown keys {sorted(unknown)}; known: {sorted(SUITE_KEYS)}")
-    missing = {"name", "mas", "agents", "reward", "invalid_penalty", "datasets"} - set(raw)
-    if missing:
-        raise ConfigError(f"{path}: missing keys {sorted(missing)}")
-    from drmas.agents.registry import get_orchestra
+    raw = coerce(read_yaml(path, "benchmark"), suite_schema())
+    validate(raw, suite_schema(), what=str(path))
+    from drmas.registry import MAS
 
-    roles = get_orchestra(raw["mas"]).agents
+    roles = MAS.get(raw["mas"]).agents
     for agent in raw["agents"]:
         if agent not in roles:
-            raise ConfigError(f"{path}: unknown agent {agent!r} for MAS {raw['mas']!r}; "
+            raise ConfigError(f"{path}: agents: unknown agent {agent!r} for MAS {raw['mas']!r}; "
                               f"known: {', '.join(roles)}")
     return Suite(**raw)
 
 
 def suite_path(name: str, root: str | Path = "benchmarks") -> Path:
     return Path(root) / f"{name}.yaml"
+
+
+def check_suites(cfg: Config, suites: dict[str, Suite], benchmarks: str | Path = "benchmarks") -> None:
+    """Checks that need the suites: per-agent blocks name agents of a configured suite, and
+    every `suite_overrides` entry names a benchmark that exists."""
+    agents = {a for s in suites.values() for a in s.agents}
+    blocks = [("agents", cfg.agents)] + [(f"suite_overrides.{s}.agents", o.agents)
+                                         for s, o in cfg.suite_overrides.items()]
+    for where, block in blocks:
+        for agent in block:
+            if agent not in agents:
+                raise ConfigError(f"config: {where}.{agent}: no configured suite has an agent "
+                                  f"{agent!r}; agents: {', '.join(sorted(agents))}")
+    for name in cfg.suite_overrides:
+        if name not in suites and not suite_path(name, benchmarks).is_file():
+            raise ConfigError(f"config: suite_overrides.{name}: no benchmark {name!r} "
+                              f"({suite_path(name, benchmarks)} not found)")
+    from drmas.train.groups import plan_groups
+
+    for name, suite in suites.items():        # agents sharing a model must agree on settings
+        for assignment in cfg.assignments:
+            plan_groups(cfg.for_suite(name), assignment, suite.agents)

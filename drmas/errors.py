@@ -2,7 +2,8 @@
 
 Anything a user can cause (a bad config value, an unknown name, a malformed data file) is
 raised as a `DrmasError`; the CLI prints its message on one line and exits with status 2,
-never with a traceback. Internal bugs stay ordinary exceptions.
+never with a traceback. Internal bugs stay ordinary exceptions: the CLI keeps their traceback
+in a log file (`log_unexpected`) and prints one line pointing to it (exit status 1).
 """
 
 
@@ -16,3 +17,40 @@ class ConfigError(DrmasError):
 
 class DataError(DrmasError):
     """An input data file is missing or malformed."""
+
+
+def log_unexpected(command: str, exc: BaseException, out: str | None = None) -> str:
+    """Write the full traceback of an unexpected error to a log file; return the one line to
+    print: the exception's last line and the log's path.
+
+    The log goes beside the job's output (`<out>.error.log`) when the command has an `--out`:
+    that is on the results tree the user is already looking at, and it survives the job
+    (Snakemake deletes a failed job's outputs, so not inside them; a cluster node's temporary
+    folder vanishes with the job). Without `--out`, or when that folder cannot be written, it
+    goes to `$TMPDIR/drmas-<command>-<time>-<pid>.log`.
+    """
+    import os
+    import tempfile
+    import time
+    import traceback
+    from pathlib import Path
+
+    text = "".join(traceback.format_exception(exc))
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    candidates = []
+    if out:
+        out_path = Path(out).resolve()
+        candidates.append(out_path.with_name(out_path.name + ".error.log"))
+    candidates.append(Path(tempfile.gettempdir()) / f"drmas-{command}-{stamp}-{os.getpid()}.log")
+    log = None
+    for path in candidates:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"drmas {command} at {stamp}\n{text}")
+            log = path
+            break
+        except OSError:
+            continue
+    last = " ".join("".join(traceback.format_exception_only(exc)).split()) or type(exc).__name__
+    where = f"full traceback in {log}" if log else "no log could be written"
+    return f"unexpected error: {last[:500]} ({where})"

@@ -11,11 +11,11 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
-from tqdm import tqdm
 
 from drmas.config import Config, Suite
 from drmas.errors import ConfigError
 from drmas.metrics import aggregate
+from drmas.progress import bar as progress_bar
 from drmas.rewards import get_reward
 from drmas.rollout.base import Sampling
 from drmas.rollout.mas import build_orchestra, derived_seed, run_mas, score_episodes
@@ -48,12 +48,14 @@ def behaviour(samples: pd.DataFrame, info_keys) -> dict:
             "per_source": {src: row.round(4).to_dict() for src, row in per_source.iterrows()}}
 
 
-def group_paths(cfg: Config, suite: Suite, assignment: str, run_dir: str | Path | None) -> dict:
+def group_paths(cfg: Config, suite: Suite, assignment: str, run_dir: str | Path | None,
+                engine_overrides: dict | None = None) -> dict:
     """{group: (model path, agents, settings, engine options)}: a run's final weights, or the
     warm-started models."""
     plan = plan_groups(cfg, assignment, suite.agents)
     return {g: (Path(run_dir) / "final" / g if run_dir else model_dir(cfg, suite.name, s["model"]),
-                s["agents"], s["settings"], engine_options(cfg, s["model"]))
+                s["agents"], s["settings"], s["encoding"],
+                engine_options(cfg, s["model"], engine_overrides))
             for g, s in plan.items()}
 
 
@@ -75,23 +77,26 @@ def reuse_base(cfg: Config, suite: Suite, twin_dir, out_dir, meta: dict) -> dict
 
 
 def evaluate(cfg: Config, suite: Suite, assignment: str, problems: list[dict], out_dir,
-             run_dir=None, seed: int = 0, meta: dict | None = None, retriever=None) -> dict:
+             run_dir=None, seed: int = 0, meta: dict | None = None, retriever=None,
+             engine_overrides: dict | None = None) -> dict:
     e = cfg.eval
     n = e.n
-    paths = group_paths(cfg, suite, assignment, run_dir)
+    paths = group_paths(cfg, suite, assignment, run_dir, engine_overrides)
     device = local_device(cfg.resources)       # the GPU when there is one, like training
     groups = {g: LocalGroup(g, p, agents, settings, eval_batch=e.batch_size, trainable=False,
-                            device=device, **options)
-              for g, (p, agents, settings, options) in paths.items()}
-    agent_group = {a: g for g, (_, agents, _, _) in paths.items() for a in agents}
+                            encoding=encoding, device=device, **options)
+              for g, (p, agents, settings, encoding, options) in paths.items()}
+    agent_group = {a: g for g, (_, agents, *_) in paths.items() for a in agents}
     max_tokens = {a: cfg.agent_train(a).max_response_tokens for a in suite.agents}
-    orchestra = build_orchestra(suite, retriever)
+    orchestra = build_orchestra(suite, retriever, prompt_set=cfg.prompt_set)
     reward = get_reward(suite.reward)
     problems = cap_per_source(problems, e.max_problems_per_source)
     batch = [p for p in problems for _ in range(n)]
     samples = []
     # episodes run `batch_size` at a time: each turn's calls of one agent form one batch
-    for start in tqdm(range(0, len(batch), e.batch_size), desc=f"eval {out_dir}", mininterval=2):
+    m = meta or {}
+    job = f"eval {suite.name}/{assignment}/{m.get('method', 'run' if run_dir else 'base')}/seed{seed}"
+    for start in progress_bar(range(0, len(batch), e.batch_size), desc=job, job=job, mininterval=2):
         chunk = batch[start:start + e.batch_size]
         episodes = run_mas(orchestra, chunk, groups, agent_group,
                            lambda a: Sampling(e.temperature, e.top_p, max_tokens[a]),

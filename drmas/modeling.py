@@ -44,17 +44,19 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int):
     return fast
 
 
-def tiny_model(spec: dict, vocab_size: int, seed: int):
-    """A freshly initialised Qwen2 causal LM of the size in `spec` (see config `models:`)."""
+def tiny_model(spec, vocab_size: int, seed: int):
+    """A freshly initialised Qwen2 causal LM of the size in `spec` (a `ModelSpec` of kind
+    tiny, or a dict with the same keys)."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    hidden, heads = int(spec["hidden_size"]), int(spec["heads"])
+    get = spec.get if isinstance(spec, dict) else lambda k, d=None: getattr(spec, k, d)
+    hidden, heads = int(get("hidden_size")), int(get("heads"))
     if hidden % heads:
         raise ConfigError(f"hidden_size {hidden} is not a multiple of heads {heads}")
     config = Qwen2Config(
-        vocab_size=vocab_size, hidden_size=hidden, intermediate_size=int(spec["intermediate_size"]),
-        num_hidden_layers=int(spec["layers"]), num_attention_heads=heads,
-        num_key_value_heads=heads, max_position_embeddings=int(spec.get("max_positions", 512)),
+        vocab_size=vocab_size, hidden_size=hidden, intermediate_size=int(get("intermediate_size")),
+        num_hidden_layers=int(get("layers")), num_attention_heads=heads,
+        num_key_value_heads=heads, max_position_embeddings=int(get("max_positions", 512) or 512),
         tie_word_embeddings=True, rope_theta=10000.0, use_sliding_window=False,
     )
     torch.manual_seed(seed)
@@ -72,7 +74,10 @@ def load_tokenizer(path: str | Path):
     config = Path(path) / "tokenizer_config.json"
     plain = config.exists() and json.loads(config.read_text()).get("tokenizer_class") in (
         "TokenizersBackend", "PreTrainedTokenizerFast")
-    tok = (PreTrainedTokenizerFast if plain else AutoTokenizer).from_pretrained(str(path))
+    try:
+        tok = (PreTrainedTokenizerFast if plain else AutoTokenizer).from_pretrained(str(path))
+    except OSError as exc:
+        raise ConfigError(f"cannot load tokenizer from {path}: {str(exc).splitlines()[0]}") from exc
     tok.padding_side = "left"
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token

@@ -23,7 +23,7 @@ CACHE = Path("results/perf/models")
 
 def problems(seed: int = 0, n: int = 400) -> list[dict]:
     """Generated arithmetic problems (levels 1-2) with ids and gold answers."""
-    from drmas.data.arithmetic import generate
+    from drmas.data.generators.arithmetic import generate
 
     rows = generate({"arith-1": {"level": 1}, "arith-2": {"level": 2}}, n, 8, seed=seed)
     return [r for r in rows if r["split"] == "train"]
@@ -37,7 +37,7 @@ def default_spec(name: str) -> dict:
 
 
 def build_random(name: str, out: Path, seed: int = 0) -> Path:
-    from drmas.data.traces import math_traces
+    from drmas.mas.math.demos import math_traces
     from drmas.modeling import tiny_model, train_tokenizer
 
     traces = math_traces(problems(seed), seed=seed, mistake_rate=0.3)

@@ -17,8 +17,8 @@ def bench_rollout(model_path, repeats: int = 3, dtype: str = "float32",
                   batch_size: int = 256) -> dict:
     import torch
 
-    from drmas.agents.base import Episode
-    from drmas.agents.math import Solver
+    from drmas.mas.base import Episode
+    from drmas.registry import MAS
     from drmas.modeling import load_model, load_tokenizer
     from drmas.perf_models import problems
     from drmas.precision import resolve_dtype
@@ -29,7 +29,7 @@ def bench_rollout(model_path, repeats: int = 3, dtype: str = "float32",
     tok = load_tokenizer(model_path)
     compute, _ = resolve_dtype(dtype, "cpu")
     model = load_model(model_path)
-    solver = Solver()
+    solver = MAS.get("single")(prompt_set="compact").solver
     prompts = [encode_prompt(tok, solver.prompt(Episode(problem=p))) for p in problems()[:PROMPTS]]
     batch = [p for p in prompts for _ in range(SAMPLES)]
     sampling = Sampling(1.0, 1.0, NEW_TOKENS)

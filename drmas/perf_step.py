@@ -37,14 +37,13 @@ class OursSide:
     """This trainer on the `single` MAS, local backend, one optimiser step per RL step."""
 
     def __init__(self, model_path: Path, problems: list[dict], dtype: str, out: Path):
-        from drmas.config import Assignment, Config, EvalConfig, ResourceConfig, TrainConfig
-        from drmas.config import Suite
+        from drmas.config import (Assignment, Config, EvalConfig, ModelSpec, ResourceConfig,
+                                  Suite, TrainConfig)
         from drmas.train.trainer import Trainer
 
         cfg = Config(
             profile="perf", seeds=[0], suites=["math"], methods=["grpo"], assignments=["one"],
-            models={"m": {"kind": "pretrained", "path": str(model_path), "engine": "hf",
-                          "dtype": dtype}},
+            prompt_set="compact", models={"m": ModelSpec(kind="pretrained", path=str(model_path))},
             assignment_defs={"one": Assignment(True, {"default": "m"})},
             train=TrainConfig(steps=10**6, prompts_per_step=PROMPTS, group_n=SAMPLES,
                               ppo_mini_batches=1,
@@ -53,7 +52,8 @@ class OursSide:
             eval=EvalConfig(), resources=ResourceConfig(backend="local"))
         suite = Suite(name="math", mas="single", agents=["solver"], reward="math",
                       invalid_penalty=0.1, datasets={})
-        self.trainer = Trainer(cfg, suite, "one", "grpo", 0, problems, out)
+        self.trainer = Trainer(cfg, suite, "one", "grpo", 0, problems, out,
+                               engine_overrides={"engine": "hf", "dtype": dtype})
         self.gen_cpu = 0.0
         self._count_generate_cpu()
 
@@ -93,12 +93,12 @@ class TRLSide:
             from trl import GRPOConfig, GRPOTrainer
         except ImportError as exc:
             raise DrmasError(f'perf step needs TRL: pip install -e ".[bench]" ({exc})') from exc
-        from drmas.agents.math import Solver
-        from drmas.agents.base import Episode
+        from drmas.mas.base import Episode
+        from drmas.registry import MAS
         from drmas.modeling import load_model, load_tokenizer
         from drmas.rewards import get_reward
 
-        solver, reward = Solver(), get_reward("math")
+        solver, reward = MAS.get("single")(prompt_set="compact").solver, get_reward("math")
         rows = [{"prompt": solver.prompt(Episode(problem=p)), "answers": p["answers"]}
                 for p in problems]
 

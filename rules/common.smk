@@ -1,23 +1,49 @@
-# Input functions shared by the rules (kept apart from the rules, as snakemake --lint asks).
+# Input functions and per-job config keys shared by the rules (kept apart from the rules, as
+# snakemake --lint asks).
+
+
+def suite_file(wildcards):
+    return str(suite_path(wildcards.suite))
+
+
+def key_of(stage):
+    """`params.key` of a rule: the config slice its job reads (drmas/stages.py), as JSON."""
+    def key(wildcards):
+        suite = SUITES[wildcards.suite]
+        if stage == "prepare":
+            return stages.as_param(stages.prepare_key(CFG, suite))
+        if stage == "tokenizer":
+            return stages.as_param(stages.tokenizer_key(CFG, suite))
+        if stage == "warmstart":
+            return stages.as_param(stages.warmstart_key(CFG, suite, wildcards.model))
+        if stage == "train":
+            return stages.as_param(stages.train_key(CFG, suite, wildcards.assignment,
+                                                    wildcards.method, wildcards.seed))
+        if stage == "evaluate":
+            method = getattr(wildcards, "method", "base")
+            return stages.as_param(stages.eval_key(CFG, suite, wildcards.assignment, method,
+                                                   wildcards.seed))
+        return stages.as_param(stages.report_key(CFG, suite))
+    return key
 
 
 def models_of(wildcards):
-    """Warm-started model files an assignment needs (pretrained models need none)."""
+    """Warm-started model folders an assignment needs (pretrained models need none)."""
     spec = CFG.assignment(wildcards.assignment)
     names = {spec.model_of(a) for a in SUITES[wildcards.suite].agents}
-    return [f"{RES}/models/{wildcards.suite}/{m}/model.safetensors"
-            for m in sorted(names) if CFG.models[m]["kind"] == "tiny"]
+    return [f"{RES}/models/{wildcards.suite}/{m}" for m in sorted(names)
+            if CFG.models[m].kind == "tiny"]
 
 
 def scores_of(wildcards):
     """Every scores.json a suite's table needs: base and each method, per assignment and seed."""
-    return expand(f"{RES}/runs/{wildcards.suite}/{{assignment}}/{{method}}/seed{{seed}}/eval/scores.json",
+    return expand(f"{RES}/evals/{wildcards.suite}/{{assignment}}/{{method}}/seed{{seed}}/scores.json",
                   assignment=CFG.assignments, method=["base"] + METHODS, seed=SEEDS)
 
 
 def runs_of(wildcards):
-    """Every RL run of a suite (their metrics.jsonl feed the figures)."""
-    return expand(f"{RES}/runs/{wildcards.suite}/{{assignment}}/{{method}}/seed{{seed}}/summary.json",
+    """Every RL run folder of a suite (their metrics.jsonl feed the figures)."""
+    return expand(f"{RES}/runs/{wildcards.suite}/{{assignment}}/{{method}}/seed{{seed}}",
                   assignment=CFG.assignments, method=METHODS, seed=SEEDS)
 
 
@@ -27,7 +53,7 @@ def base_twin_of(wildcards):
     twin = CFG.base_twin(wildcards.assignment, SUITES[wildcards.suite].agents)
     if twin is None:
         return []
-    return [f"{RES}/runs/{wildcards.suite}/{twin}/base/seed{wildcards.seed}/eval/scores.json"]
+    return [f"{RES}/evals/{wildcards.suite}/{twin}/base/seed{wildcards.seed}/scores.json"]
 
 
 def same_as_arg(wildcards, input):
@@ -36,12 +62,18 @@ def same_as_arg(wildcards, input):
 
 
 def index_of(wildcards):
-    """The BM25 index a searching suite needs (nothing for the others)."""
+    """The search index a searching suite needs (nothing for the others)."""
     if SUITES[wildcards.suite].retrieval:
-        return [f"{RES}/index/{wildcards.suite}/index.done"]
+        return [f"{RES}/index/{wildcards.suite}"]
     return []
 
 
 def index_arg(wildcards, input):
     """`--index DIR` for searching suites, empty otherwise."""
-    return f"--index {Path(input.index[0]).parent}" if input.index else ""
+    return f"--index {input.index[0]}" if input.index else ""
+
+
+def job(rule):
+    """Scheduler resources of a rule's jobs (drmas.config.Config.job_resources_for)."""
+    res = CFG.job_resources_for(rule)
+    return {"gpu": res.gpus, "mem_mb": res.mem_mb, "runtime": res.runtime}

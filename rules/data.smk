@@ -3,44 +3,50 @@
 
 rule prepare:
     priority: 10
-    input:
-        config=CONFIG,
-        suite="benchmarks/{suite}.yaml",
     output:
         train=f"{RES}/data/{{suite}}/train.jsonl",
         test=f"{RES}/data/{{suite}}/test.jsonl",
         corpus=f"{RES}/data/{{suite}}/corpus.jsonl",  # empty unless the suite searches
     log:
         f"{RES}/logs/prepare/{{suite}}.log",
+    resources:
+        **job("prepare"),
     benchmark:
         f"{RES}/benchmarks/prepare/{{suite}}.tsv"
+    params:
+        config=CONFIG,
+        key=key_of("prepare"),
+        suite=suite_file,
     conda:
         "../envs/drmas.yaml"
     shell:
-        "drmas prepare --config {input.config} --suite {input.suite} "
+        "drmas prepare --config {params.config} --suite {params.suite} "
         "--out $(dirname {output.train}) > {log} 2>&1"
 
 
 rule tokenizer:
     priority: 10
     input:
-        config=CONFIG,
-        suite="benchmarks/{suite}.yaml",
         train=rules.prepare.output.train,
         index=index_of,
     output:
-        f"{RES}/models/{{suite}}/tokenizer/tokenizer.json",
+        directory(f"{RES}/models/{{suite}}/tokenizer"),
     log:
         f"{RES}/logs/tokenizer/{{suite}}.log",
+    resources:
+        **job("tokenizer"),
     benchmark:
         f"{RES}/benchmarks/tokenizer/{{suite}}.tsv"
     params:
+        config=CONFIG,
+        key=key_of("tokenizer"),
+        suite=suite_file,
         index=index_arg,
     conda:
         "../envs/drmas.yaml"
     shell:
-        "drmas tokenizer --config {input.config} --suite {input.suite} {params.index} "
-        "--data $(dirname {input.train}) --out $(dirname {output}) > {log} 2>&1"
+        "drmas tokenizer --config {params.config} --suite {params.suite} {params.index} "
+        "--data $(dirname {input.train}) --out {output} > {log} 2>&1"
 
 
 rule warmstart:
@@ -48,23 +54,26 @@ rule warmstart:
     # leave one core idle at the end of the workflow
     priority: 10
     input:
-        config=CONFIG,
-        suite="benchmarks/{suite}.yaml",
         train=rules.prepare.output.train,
         tokenizer=rules.tokenizer.output,
         index=index_of,
     output:
-        f"{RES}/models/{{suite}}/{{model}}/model.safetensors",
+        directory(f"{RES}/models/{{suite}}/{{model}}"),
     log:
         f"{RES}/logs/warmstart/{{suite}}_{{model}}.log",
+    resources:
+        **job("warmstart"),
     benchmark:
         f"{RES}/benchmarks/warmstart/{{suite}}_{{model}}.tsv"
     threads: CFG.threads
     params:
+        config=CONFIG,
+        key=key_of("warmstart"),
+        suite=suite_file,
         index=index_arg,
     conda:
         "../envs/drmas.yaml"
     shell:
-        "drmas warmstart --threads {threads} --config {input.config} --suite {input.suite} --model {wildcards.model} {params.index} "
-        "--data $(dirname {input.train}) --tokenizer $(dirname {input.tokenizer}) "
-        "--out $(dirname {output}) > {log} 2>&1"
+        "drmas warmstart --threads {threads} --config {params.config} --suite {params.suite} "
+        "--model {wildcards.model} {params.index} --data $(dirname {input.train}) "
+        "--tokenizer {input.tokenizer} --out {output} > {log} 2>&1"

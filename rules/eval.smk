@@ -4,49 +4,57 @@
 
 rule evaluate_run:
     input:
-        config=CONFIG,
-        suite="benchmarks/{suite}.yaml",
         test=f"{RES}/data/{{suite}}/test.jsonl",
         run=rules.train.output,
         index=index_of,
     output:
-        f"{RES}/runs/{{suite}}/{{assignment}}/{{method}}/seed{{seed}}/eval/scores.json",
+        scores=f"{RES}/evals/{{suite}}/{{assignment}}/{{method}}/seed{{seed}}/scores.json",
+        samples=f"{RES}/evals/{{suite}}/{{assignment}}/{{method}}/seed{{seed}}/samples.jsonl",
     log:
         f"{RES}/logs/eval/{{suite}}_{{assignment}}_{{method}}_seed{{seed}}.log",
+    resources:
+        **job("evaluate"),
     benchmark:
         f"{RES}/benchmarks/eval/{{suite}}_{{assignment}}_{{method}}_seed{{seed}}.tsv"
     threads: CFG.threads
     params:
+        config=CONFIG,
+        key=key_of("evaluate"),
+        suite=suite_file,
         index=index_arg,
     conda:
         "../envs/drmas.yaml"
     shell:
-        "drmas evaluate --threads {threads} --config {input.config} --suite {input.suite} {params.index} --data $(dirname {input.test}) "
-        "--assignment {wildcards.assignment} --run $(dirname {input.run}) --seed {wildcards.seed} "
-        "--out $(dirname {output}) > {log} 2>&1"
+        "drmas evaluate --threads {threads} --config {params.config} --suite {params.suite} {params.index} "
+        "--data $(dirname {input.test}) --assignment {wildcards.assignment} --run {input.run} "
+        "--seed {wildcards.seed} --out $(dirname {output.scores}) > {log} 2>&1"
 
 
 rule evaluate_base:
     input:
-        config=CONFIG,
-        suite="benchmarks/{suite}.yaml",
         test=f"{RES}/data/{{suite}}/test.jsonl",
         models=models_of,
         index=index_of,
         twin=base_twin_of,
     output:
-        f"{RES}/runs/{{suite}}/{{assignment}}/base/seed{{seed}}/eval/scores.json",
+        scores=f"{RES}/evals/{{suite}}/{{assignment}}/base/seed{{seed}}/scores.json",
+        samples=f"{RES}/evals/{{suite}}/{{assignment}}/base/seed{{seed}}/samples.jsonl",
     log:
         f"{RES}/logs/eval/{{suite}}_{{assignment}}_base_seed{{seed}}.log",
+    resources:
+        **job("evaluate"),
     benchmark:
         f"{RES}/benchmarks/eval/{{suite}}_{{assignment}}_base_seed{{seed}}.tsv"
     threads: CFG.threads
     params:
+        config=CONFIG,
+        key=key_of("evaluate"),
+        suite=suite_file,
         index=index_arg,
         same_as=same_as_arg,
     conda:
         "../envs/drmas.yaml"
     shell:
-        "drmas evaluate --threads {threads} --config {input.config} --suite {input.suite} {params.index} --data $(dirname {input.test}) "
-        "--assignment {wildcards.assignment} --seed {wildcards.seed} {params.same_as} "
-        "--out $(dirname {output}) > {log} 2>&1"
+        "drmas evaluate --threads {threads} --config {params.config} --suite {params.suite} {params.index} "
+        "--data $(dirname {input.test}) --assignment {wildcards.assignment} "
+        "--seed {wildcards.seed} {params.same_as} --out $(dirname {output.scores}) > {log} 2>&1"

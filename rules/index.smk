@@ -1,4 +1,4 @@
-# BM25 search index of a searching suite's corpus (DESIGN, "Search MAS"; drmas/retrieval/index.py).
+# BM25 search index of a searching suite's corpus (drmas/retrieval/index.py).
 # The corpus is the generated knowledge base (default profile) or a local wiki-18 JSONL (paper).
 
 
@@ -7,12 +7,13 @@ rule index:
     input:
         corpus=f"{RES}/data/{{suite}}/corpus.jsonl",
     output:
-        # `drmas index` builds the index beside its folder and renames it into place only when
-        # complete; the marker is written after that, so it exists only for a finished index
-        # (Lucene's own file names, e.g. segments_N, are not fixed).
-        done=f"{RES}/index/{{suite}}/index.done",
+        # `drmas index` builds the index beside this folder and renames it into place only
+        # when complete, so the folder exists only for a finished index.
+        directory(f"{RES}/index/{{suite}}"),
     log:
         f"{RES}/logs/index/{{suite}}.log",
+    resources:
+        **job("index"),
     benchmark:
         f"{RES}/benchmarks/index/{{suite}}.tsv"
     # One thread, as the other jobs: a job that asks for more waits until that many cores are
@@ -22,5 +23,4 @@ rule index:
     conda:
         "../envs/drmas.yaml"
     shell:
-        "drmas index --corpus {input.corpus} --out $(dirname {output.done}) "
-        "--threads {threads} > {log} 2>&1 && touch {output.done}"
+        "drmas index --corpus {input.corpus} --out {output} --threads {threads} > {log} 2>&1"

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from drmas.data.arithmetic import generate
-from drmas.data.traces import math_traces
+from drmas.data.generators.arithmetic import generate
+from drmas.mas.math.demos import math_traces
 
 SMALL = {"kind": "tiny", "hidden_size": 64, "layers": 2, "heads": 1, "intermediate_size": 128}
 
@@ -108,8 +108,11 @@ def make_config(model_path, **train):
                             "nonshared": {"share": False, "models": {"default": "small"}}},
         "train": {"steps": 2, "prompts_per_step": 2, "group_n": 4, "ppo_mini_batches": 1,
                   "micro_batch_rows": 8, "lr": 1e-3, "max_response_tokens": 8, "save_every": 1,
-                  **train},
+                  "loss_aggregation": "minibatch", "log_ratio_clamp": 20.0, "per_slot_uids": False,
+                  "max_prompt_tokens": 448, **train},
         "eval": {"n": 4, "batch_size": 64, "max_problems_per_source": 3},
+        "resources": {"backend": "local"},
+        "prompt_set": "compact",
     }
     return from_dict(raw)
 

@@ -4,43 +4,56 @@ from types import SimpleNamespace
 
 import pytest
 
-from drmas.agents.base import last_tag
-from drmas.agents.math import MathOrchestra, Solver, Verifier
-from drmas.agents.registry import get_agent, get_orchestra
 from drmas.errors import ConfigError
+from drmas.mas.base import Action, Episode, Turn
+from drmas.mas.math.orchestra import MathOrchestra
+from drmas.mas.math.prompts import PROMPT_SETS
+from drmas.mas.math.solver import Solver
+from drmas.mas.math.verifier import Verifier
+from drmas.registry import DEMONSTRATIONS, MAS
 
-
-def test_last_tag_takes_last_and_strips():
-    assert last_tag("<verify> reject</verify> then <verify>approve </verify>", "verify") == "approve"
-    assert last_tag("no tag here", "verify") is None
+COMPACT, UPSTREAM = PROMPT_SETS["compact"], PROMPT_SETS["upstream"]
 
 
 @pytest.mark.parametrize("text,value,valid", [
     ("ok <verify>approve</verify>", "approve", True),
-    ("<verify>REJECT</verify>", "reject", True),
+    ("<verify> reject </verify>", "reject", True),                 # content is stripped
+    ("<verify>REJECT</verify>", "approve", True),                  # case-sensitive, as upstream
     ("looks fine", "approve", False),            # missing verdict = approve, invalid format
-    ("<verify>maybe</verify>", "approve", False),
+    ("<verify>maybe</verify>", "approve", True),                   # a tag pair is the format
+    ("<verify>reject</verify> or <verify>approve</verify>", "approve", True),  # approve wins
+    ("<verify>reject", "approve", False),                          # no closing tag
 ])
 def test_verifier_parse(text, value, valid):
-    action = Verifier().parse(text)
+    action = Verifier(COMPACT).parse(text)
     assert (action.value, action.valid) == (value, valid)
 
 
+def test_cjk_invalidates_only_under_the_upstream_prompt_set():
+    text = "看起来对 <verify>reject</verify>"
+    assert Verifier(COMPACT).parse(text) == Action("reject", True)
+    assert Verifier(UPSTREAM).parse(text) == Action("reject", False)   # verdict still read
+
+
 def test_solver_parse():
-    assert Solver().parse("2 + 2 = 4. \\boxed{4}").value == "4"
-    assert Solver().parse("2 + 2 = 4. \\boxed{3} so \\boxed{4}").value == "4"
-    assert Solver().parse("the answer is 4").valid is False
+    assert Solver(COMPACT).parse("2 + 2 = 4. \\boxed{4}").value == "4"
+    assert Solver(COMPACT).parse("2 + 2 = 4. \\boxed{3} so \\boxed{4}").value == "4"
+    assert Solver(COMPACT).parse("the answer is 4").valid is False
+    assert Solver(UPSTREAM).parse("<think>x</think> \\boxed{4}") == Action("4", True)
 
 
-def test_prompts_carry_the_history():
-    from drmas.agents.base import Action, Episode, Turn
-
+def test_compact_prompts_carry_the_history():
     ep = Episode(problem={"question": "Q?"})
-    first = Solver().prompt(ep)[-1]["content"]
-    assert "Q?" in first and "Rejected" not in first
+    first = Solver(COMPACT).prompt(ep)
+    assert first == [{"role": "user", "content": "Problem: Q?\nSolve it step by step. "
+                                                 "Put the answer in \\boxed{}."}]
     ep.turns.append(Turn("solver", 0, [], SimpleNamespace(text="1 + 1 = 3. \\boxed{3}"), Action("3", True)))
-    assert "1 + 1 = 3. \\boxed{3}" in Verifier().prompt(ep)[-1]["content"]
-    assert "Rejected answer: 1 + 1 = 3. \\boxed{3}" in Solver().prompt(ep)[-1]["content"]
+    assert Verifier(COMPACT).prompt(ep)[-1]["content"] == (
+        "Problem: Q?\nSolution: 1 + 1 = 3. \\boxed{3}\n"
+        "Check it. Reply <verify>approve</verify> or <verify>reject</verify>.")
+    assert Solver(COMPACT).prompt(ep)[-1]["content"] == (
+        "Problem: Q?\nRejected answer: 1 + 1 = 3. \\boxed{3}\n"
+        "Solve it again step by step. Put the answer in \\boxed{}.")
 
 
 def scripted(verdicts):
@@ -75,10 +88,11 @@ def test_max_loop_one_never_calls_verifier():
     assert log == [("solver", 1)]
 
 
-def test_registry_unknown_names():
-    assert get_agent("solver") is Solver
-    assert get_orchestra("math") is MathOrchestra
-    with pytest.raises(ConfigError, match="unknown agent 'critic'.*solver"):
-        get_agent("critic")
-    with pytest.raises(ConfigError, match="unknown MAS"):
-        get_orchestra("nope")
+def test_registry_and_prompt_sets():
+    assert MAS.get("math") is MathOrchestra and DEMONSTRATIONS.get("math").__name__ == "math_traces"
+    assert MathOrchestra.agents == ("solver", "verifier")
+    assert set(MathOrchestra.prompt_sets) == {"compact", "upstream"}
+    with pytest.raises(ConfigError, match="unknown MAS 'nope'; known: math, search"):
+        MAS.get("nope")
+    with pytest.raises(ConfigError, match="unknown prompt set 'verbose' for MAS 'math'"):
+        MathOrchestra(prompt_set="verbose")

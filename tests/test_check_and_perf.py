@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_single_mas_is_the_solver_alone():
-    from drmas.agents.registry import get_orchestra
+    from drmas.registry import MAS
 
     calls = []
 
@@ -21,7 +21,7 @@ def test_single_mas_is_the_solver_alone():
         calls.append((agent, len(prompts)))
         return [type("G", (), {"text": "\\boxed{3}"})() for _ in prompts]
 
-    eps = get_orchestra("single")().run([{"question": "1 + 2?"}, {"question": "2 + 1?"}], act)
+    eps = MAS.get("single")().run([{"question": "1 + 2?"}, {"question": "2 + 1?"}], act)
     assert calls == [("solver", 2)]
     assert [ep.answer for ep in eps] == ["\\boxed{3}"] * 2
     assert all(len(ep.turns) == 1 and ep.turns[0].action.valid for ep in eps)

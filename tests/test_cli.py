@@ -5,7 +5,7 @@ import sys
 
 import yaml
 
-from drmas.config import ROOT
+from repo import REPO as ROOT
 
 
 def drmas(*args, cwd=None):

@@ -5,7 +5,8 @@ import copy
 import pytest
 import yaml
 
-from drmas.config import ROOT, from_dict, load, load_suite
+from repo import REPO as ROOT
+from drmas.config import WarmstartConfig, from_dict, load, load_suite
 from drmas.errors import ConfigError
 
 DEFAULT = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
@@ -89,7 +90,7 @@ def test_suite_overrides_apply_to_that_suite_only():
     assert (s.train.group_n, s.train.steps) == (4, cfg.train.steps)
     assert s.agent_train("verifier").lr == 1.0e-4 and s.agent_train("verifier").temperature == 0.8
     assert s.agent_train("answerer").lr == 2.0e-4
-    assert cfg.warmstart.steps == DEFAULT["warmstart"]["steps"]                  # untouched
+    assert cfg.warmstart.steps == WarmstartConfig().steps                          # untouched
     bad = copy.deepcopy(raw)
     bad["suite_overrides"]["search"]["train"]["bogus"] = 1
     with pytest.raises(ConfigError, match=r"suite_overrides\.search\.train"):
@@ -104,3 +105,86 @@ def test_suite_file_unknown_agent(tmp_path):
     path.write_text(yaml.safe_dump(spec))
     with pytest.raises(ConfigError, match="unknown agent .critic. for MAS .math."):
         load_suite(path)
+
+
+def test_schema_file_is_generated_from_the_dataclasses():
+    """config/schema.yaml documents every key; it is `drmas config schema`'s output."""
+    from drmas.config_show import schema_yaml
+
+    assert (ROOT / "config" / "schema.yaml").read_text() == schema_yaml()
+
+
+def test_every_key_has_help_and_one_default():
+    """Help text for every key; defaults in the dataclasses only (the schema repeats them)."""
+    from drmas.config import config_schema
+
+    def walk(node, path):
+        for key, sub in node.get("properties", {}).items():
+            assert sub.get("description"), f"{path}{key} has no help text"
+            walk(sub, f"{path}{key}.")
+            if isinstance(sub.get("additionalProperties"), dict):
+                walk(sub["additionalProperties"], f"{path}{key}.<name>.")
+    walk(config_schema(), "")
+
+
+@pytest.mark.parametrize("profile", sorted(p.name for p in (ROOT / "config").glob("*.yaml")
+                                           if p.name != "schema.yaml"))
+def test_config_show_works_for_every_shipped_profile(profile):
+    from drmas.config_show import show
+
+    text = show([ROOT / "config" / profile])
+    assert f"# profile {ROOT / 'config' / profile}" in text and "# default" in text
+
+
+def test_config_show_names_each_source():
+    from drmas.config_show import resolve_with_sources, show, source_of
+
+    files, over = [ROOT / "config" / "default.yaml"], ["train={lr: 5.0e-4}"]
+    resolved, sources = resolve_with_sources(files, over, suite="search")
+    assert resolved["train"]["lr"] == 5e-4 and source_of("train.lr", sources) == "command line"
+    assert resolved["train"]["group_n"] == 5
+    assert source_of("train.group_n", sources) == "suite_overrides.search"
+    assert source_of("train.weight_decay", sources) == "default"
+    assert source_of("train.micro_batch_rows", sources).startswith("profile ")
+    text = show(files, over, suite="search")
+    train = text[text.index("\ntrain:"):text.index("\nagents:")]
+    assert any(l.startswith("  group_n: 5 ") and l.endswith("# suite_overrides.search")
+               for l in train.splitlines())
+
+
+@pytest.mark.parametrize("override,message", [
+    ("train={lr: .nan}", r"train\.lr: nan is not a finite number"),
+    ("train={lr: .inf}", r"train\.lr: inf is not a finite number"),
+    ("train={group_n: 2.0}", r"train\.group_n: 2\.0 is not of type 'integer'"),
+    ("train={steps: true}", r"train\.steps: True is not of type 'integer'"),
+    ("agents={solver: {group_n: 4}}", r"agents\.solver\.group_n: a run-wide key"),
+    ("agents={sovler: {lr: 1.0e-5}}", r"agents\.sovler: no MAS has an agent 'sovler'"),
+    ("models={extra: {kind: pretrained}}", r"models\.extra: a pretrained model needs a path"),
+    ("models={extra: {kind: tiny, layers: 2}}", r"models\.extra: a tiny model needs hidden_size, heads"),
+])
+def test_values_the_schema_once_let_through_are_one_line_errors(override, message):
+    from drmas.config import workflow_config
+
+    with pytest.raises(ConfigError, match=message) as err:
+        workflow_config([ROOT / "config" / "default.yaml"], [override])
+    assert "\n" not in str(err.value)
+
+
+def test_command_line_values_are_read_as_yaml_and_coerced():
+    from drmas.config import workflow_config
+
+    cfg = workflow_config([ROOT / "config" / "default.yaml"],
+                          ["seeds=[0,1,2]", "eval={n: 8}", "train={lr: 5e-4}"])
+    assert cfg.seeds == [0, 1, 2] and cfg.eval.n == 8 and cfg.train.lr == 5e-4
+    assert cfg.eval.temperature == 0.6                  # a nested override merges, not replaces
+
+
+def test_benchmark_files_are_validated_by_their_schema(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nmas: math\nagents: [solver]\nreward: math\ninvalid_penalty: 2\n"
+                   "datasets: {default: {kind: generated}}\n")
+    with pytest.raises(ConfigError, match=r"bad\.yaml: invalid_penalty: 2 is greater than the maximum of 1"):
+        load_suite(bad)
+    bad.write_text("name: x\nagents: [solver\n")
+    with pytest.raises(ConfigError, match=r"bad\.yaml:\d+: not valid YAML"):
+        load_suite(bad)

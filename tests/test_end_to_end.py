@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from drmas.config import ROOT
+import streaming
+from repo import REPO as ROOT
 
 REDUCED = {
     "profile": "e2e",
@@ -24,23 +25,23 @@ REDUCED = {
     "train": {"steps": 3, "prompts_per_step": 4, "group_n": 4, "ppo_mini_batches": 2,
               "micro_batch_rows": 64, "lr": 5.0e-5, "max_response_tokens": 24, "save_every": 2},
     "eval": {"n": 4, "temperature": 0.6, "top_p": 0.95, "batch_size": 128, "max_problems_per_source": 4},
-    # Snakemake deep-merges this file over config/default.yaml: every overridden key is named
     "suite_overrides": {"search": {"warmstart": {"steps": 40}, "eval": {"max_problems_per_source": 4},
                                    "train": {"prompts_per_step": 2, "group_n": 4, "steps": 3}}},
 }
 
 
 @pytest.mark.slow
-def test_default_workflow_reduced(tmp_path):
+def test_default_workflow_reduced(tmp_path, capsys):
     for name in ["Snakefile", "rules", "config", "benchmarks", "envs"]:
         src = ROOT / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
     raw = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
     raw.update(REDUCED)
     (tmp_path / "config" / "e2e.yaml").write_text(yaml.safe_dump(raw))
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+               DRMAS_WATCH_INTERVAL="30")
     cmd = [str(Path(sys.executable).parent / "snakemake"), "--cores", "2", "--configfile", "config/e2e.yaml"]
-    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1500)
+    proc = streaming.run(cmd, tmp_path, env, capsys, timeout=2400, label="e2e")
     assert proc.returncode == 0, proc.stderr[-4000:]
 
     res = tmp_path / "results" / "e2e"
@@ -56,7 +57,7 @@ def test_default_workflow_reduced(tmp_path):
     assert set(lines[0]["agents"]) == {"solver", "verifier"}
     assert set(lines[0]["groups"]) == {"solver", "verifier"}
     assert (run / "final" / "solver" / "model.safetensors").exists()
-    scores = json.loads((run / "eval" / "scores.json").read_text())
+    scores = json.loads((res / "evals" / "math" / "nonshared" / "drmas" / "seed0" / "scores.json").read_text())
     assert scores["n"] == 4 and set(scores["per_source"]) == {"arith-1", "arith-2", "arith-3"}
 
     # the search suite: BM25 index, three agents, exact-match table with a behaviour part
@@ -70,10 +71,10 @@ def test_default_workflow_reduced(tmp_path):
     assert [m["step"] for m in lines] == [1, 2, 3]
     assert set(lines[0]["groups"]) == {"verifier", "searcher", "answerer"}
     assert {"searches", "searched_before_answer", "answered_early"} <= set(lines[0]["episodes"])
-    scores = json.loads((run / "eval" / "scores.json").read_text())
+    scores = json.loads((res / "evals" / "search" / "hetero" / "grpo" / "seed0" / "scores.json").read_text())
     assert set(scores["behaviour"]["per_source"]) == {"kb-single", "kb-multi"}
     # nonshared plays the same base models as shared: its base evaluation is a copy
-    base = {a: json.loads((res / "runs" / "search" / a / "base" / "seed0" / "eval" / "scores.json").read_text())
+    base = {a: json.loads((res / "evals" / "search" / a / "base" / "seed0" / "scores.json").read_text())
             for a in ("shared", "nonshared", "hetero")}
     assert base["nonshared"]["meta"]["same_as"] == "shared" and "same_as" not in base["hetero"]["meta"]
     assert base["nonshared"]["overall"] == base["shared"]["overall"]
@@ -83,3 +84,12 @@ def test_default_workflow_reduced(tmp_path):
     again = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0
     assert "Nothing to be done" in again.stdout + again.stderr
+
+    # Snakemake's report: every table and figure marked report(...), with its caption
+    report = res / "report.html"
+    proc = subprocess.run(cmd[:1] + ["--report", str(report), "--configfile", "config/e2e.yaml"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    html = report.read_text(errors="replace")
+    for name in ("math_grad_norm.png", "search_theory_check.png", "math.csv", "search_behaviour.csv"):
+        assert name in html, name

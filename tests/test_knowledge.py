@@ -6,7 +6,7 @@ import json
 import pytest
 
 from drmas.data.io import validate_prepared
-from drmas.data.knowledge import ATTRS, build_kb, documents, generate
+from drmas.data.generators.knowledge import ATTRS, build_kb, documents, generate
 from drmas.data.prepare import prepare_corpus, prepare_rows
 from drmas.errors import ConfigError
 from drmas.rewards.qa import normalize_answer

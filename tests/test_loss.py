@@ -138,3 +138,51 @@ def test_grad_norm_flags_non_finite_and_leaves_grads(bad):
 
 def test_grad_norm_without_grads():
     assert grad_norm_and_clip([torch.nn.Parameter(torch.ones(2))], 1.0) == (0.0, True)
+
+
+def test_entropy_bonus_by_hand():
+    # ratio 1 everywhere: per-token loss = -A; rows A = +1 (2 tokens), A = -2 (1 token)
+    lp = torch.zeros(2, 2)
+    mask = torch.tensor([[1, 1], [1, 0]])
+    ent = torch.tensor([[0.5, 1.5], [2.0, 9.0]], requires_grad=True)
+    adv = torch.tensor([1.0, -2.0])
+    plain, _ = policy_loss(lp, lp, adv, mask, entropy=ent)
+    assert plain.item() == pytest.approx((-1 - 1 + 2) / 3)            # the bonus is off by default
+    loss, m = policy_loss(lp, lp, adv, mask, entropy=ent, entropy_coeff=0.01)
+    assert loss.item() == pytest.approx(0.0 - 0.01 * (0.5 + 1.5 + 2.0) / 3)
+    loss.backward()
+    torch.testing.assert_close(ent.grad, torch.tensor([[-0.01 / 3, -0.01 / 3], [-0.01 / 3, 0.0]]))
+    assert m["entropy"] == pytest.approx(4 / 3)
+    with pytest.raises(ValueError, match="entropy"):
+        policy_loss(lp, lp, adv, mask, entropy_coeff=0.01)
+
+
+def test_log_ratio_clamp_is_an_option():
+    # one token, A = +1, log-ratio -25: below the clip range, so the loss is -ratio
+    lp, old, adv, mask = torch.tensor([[-25.0]]), torch.zeros(1, 1), torch.ones(1), torch.ones(1, 1)
+    clamped, m1 = policy_loss(lp, old, adv, mask)
+    free, m2 = policy_loss(lp, old, adv, mask, log_ratio_clamp=None)
+    assert clamped.item() == pytest.approx(-math.exp(-20)) and m1["approx_kl"] == pytest.approx(20)
+    assert free.item() == pytest.approx(-math.exp(-25)) and m2["approx_kl"] == pytest.approx(25)
+    # unclamped, masked positions may still hold anything
+    noisy = torch.tensor([[-1.0, 1e4]])
+    loss, _ = policy_loss(noisy, torch.zeros(1, 2), adv, torch.tensor([[1, 0]]), log_ratio_clamp=None)
+    assert loss.item() == pytest.approx(-math.exp(-1))
+
+
+def test_verl_averaging_on_two_micro_batches_by_hand():
+    from drmas.algos.loss import LossOptions
+
+    # ratio 1: per-token loss -A. Micro-batch 1: one row, A = +1, 2 tokens -> losses -1, -1;
+    # micro-batch 2: one row, A = -1, 3 tokens -> losses 1, 1, 1.
+    micro = [(torch.zeros(1, 3), torch.tensor([1.0]), torch.tensor([[1, 1, 0]])),
+             (torch.zeros(1, 3), torch.tensor([-1.0]), torch.tensor([[1, 1, 1]]))]
+
+    def total(options):
+        scale = options.scale(minibatch_tokens=5.0, n_micro=2)
+        return sum(policy_loss(lp, lp, a, m, denom=scale(float(m.sum())))[0].item() for lp, a, m in micro)
+
+    # verl: mean(-1, -1) and mean(1, 1, 1), then their mean: (-1 + 1) / 2 = 0
+    assert total(LossOptions(loss_aggregation="verl")) == pytest.approx(0.0)
+    # one token mean over the mini-batch: (-2 + 3) / 5 = 0.2
+    assert total(LossOptions()) == pytest.approx(0.2)

@@ -44,7 +44,8 @@ def test_disjoint_slots_are_slices():
 def test_resources_are_validated(resources, message):
     import yaml
 
-    from drmas.config import ROOT, from_dict
+    from repo import REPO as ROOT
+    from drmas.config import from_dict
     from drmas.errors import ConfigError
 
     raw = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())

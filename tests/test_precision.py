@@ -50,7 +50,7 @@ def test_explicit_settings_win_and_bad_ones_fail(force):
 
 def test_warm_start_follows_the_rule(force, monkeypatch, tiny_model_dir, math_rows):
     """sft trains under bf16 autocast exactly when auto resolves to bf16."""
-    from drmas.data.traces import math_traces
+    from drmas.mas.math.demos import math_traces
     from drmas.modeling import load_model, load_tokenizer
     from drmas.train import sft as sft_module
 

@@ -118,14 +118,15 @@ def test_ray_run_killed_and_resumed_matches(reference, tiny_model_dir, tmp_path)
 
 def test_incomplete_checkpoints_are_ignored_and_pruned(tmp_path):
     out = tmp_path / "run"
+    root = out / "checkpoints"
     for step, complete in [(1, True), (2, True), (3, True), (4, False)]:
-        d = checkpoint.step_dir(out, step)
+        d = checkpoint.step_dir(root, step)
         d.mkdir(parents=True)
         if complete:
             (d / checkpoint.STATE).write_text(json.dumps({"step": step}))
     (out / "checkpoints" / "step5.tmp").mkdir()
-    assert checkpoint.latest(out).name == "step3"
-    checkpoint.prune(out, keep=2)
+    assert checkpoint.latest(root).name == "step3"
+    checkpoint.prune(root, keep=2)
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step2", "step3", "step4"]
     metrics = out / "metrics.jsonl"
     metrics.write_text('{"step": 1}\n{"step": 2}\n{"step": 3}\n{"st')

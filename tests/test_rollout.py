@@ -74,7 +74,7 @@ def test_top_p_keeps_only_the_nucleus():
 def test_sft_micro_batches_equal_one_padded_batch(tiny_model_dir, math_rows):
     """Length-sorted micro-batches change the arithmetic order only: same losses and weights
     as one padded batch (float32, so the comparison is tight)."""
-    from drmas.data.traces import math_traces
+    from drmas.mas.math.demos import math_traces
     from drmas.modeling import load_model
     from drmas.train.sft import sft
 

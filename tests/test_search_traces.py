@@ -2,11 +2,11 @@
 
 import pytest
 
-from drmas.agents.search import Answerer, Searcher, SearchEpisode, Verifier
 from drmas.data.prepare import prepare_rows
-from drmas.data.search_traces import BOOST, MISTAKES, key_traces, search_traces, simulate
-from drmas.data.traces import TRACE_BUILDERS
 from drmas.errors import DataError, DrmasError
+from drmas.mas.search.demos import AGENTS, BOOST, MISTAKES, key_traces, search_traces, simulate
+from drmas.mas.search.history import SearchEpisode
+from drmas.registry import DEMONSTRATIONS
 from test_knowledge import SPEC, knowledge_index  # one index per session, shared
 
 
@@ -33,20 +33,20 @@ def test_retriever_and_knowledge_rows_are_required(train_rows, searcher):
 
 def test_traces_use_the_agents_prompts(train_rows, searcher):
     demos = simulate(train_rows[:40], seed=0, mistake_rate=0.3, retriever=searcher)
-    agents = {"verifier": Verifier(), "searcher": Searcher(), "answerer": Answerer()}
     for demo in demos:
         replay = SearchEpisode(problem=demo.row)
         history = iter(demo.ep.history)
-        for agent, prompt, _response in demo.traces:
-            assert prompt == agents[agent].prompt(replay)       # what the agent sees at RL time
-            if agent == "searcher":
-                replay.history.append(next(history))
+        for agent, prompt, response in demo.traces:
+            assert prompt == AGENTS[agent].prompt(replay)       # what the agent sees at RL time
+            if agent == "searcher" or (agent == "answerer" and "<answer>" not in response):
+                replay.history.append(next(history))            # a search or a lost answer
+        assert next(history, None) is None
     raw = search_traces(train_rows[:40], seed=0, mistake_rate=0.3, retriever=searcher, boost={})
     assert raw == [t for d in demos for t in d.traces]
     flat = search_traces(train_rows[:40], seed=0, mistake_rate=0.3, retriever=searcher)
     assert flat == [t for d in demos
                     for t in d.traces + [k for k in key_traces(d) for _ in range(BOOST[k[0]])]]
-    assert TRACE_BUILDERS["search"](train_rows[:40], seed=0, mistake_rate=0.3, retriever=searcher) == flat
+    assert DEMONSTRATIONS.get("search")(train_rows[:40], seed=0, mistake_rate=0.3, retriever=searcher) == flat
 
 
 def test_mistake_share_is_near_the_rate(train_rows, searcher):
@@ -65,7 +65,7 @@ def test_correct_traces_search_the_hops_and_answer_gold(train_rows, searcher):
     assert demos
     for demo in demos:
         row, traces = demo.row, demo.traces
-        queries = [Searcher().parse(r).value for a, _, r in traces if a == "searcher"]
+        queries = [AGENTS["searcher"].parse(r).value for a, _, r in traces if a == "searcher"]
         assert queries == row["hops"][:len(queries)] and len(queries) <= len(row["hops"])
         agent, prompt, response = traces[-1]
         gold = row["answers"][0]
@@ -74,7 +74,7 @@ def test_correct_traces_search_the_hops_and_answer_gold(train_rows, searcher):
             second = [r for a, _, r in traces if a == "searcher"][1]
             assert second == f"The {row['hops'][0]} is {row['bridge']}. <search> {row['hops'][1]} </search>"
         assert row["answers"][0] in prompt[-1]["content"]          # the answer was retrieved
-        assert all(Verifier().parse(r).valid for a, _, r in traces if a == "verifier")
+        assert all(AGENTS["verifier"].parse(r).valid for a, _, r in traces if a == "verifier")
 
 
 def test_boost_repeats_clean_queries_and_gold_answers(train_rows, searcher):
@@ -95,3 +95,17 @@ def test_boost_repeats_clean_queries_and_gold_answers(train_rows, searcher):
     flat = search_traces(train_rows[:80], seed=0, mistake_rate=0.3, retriever=searcher)
     share = [sum(a == "answerer" for a, _, _ in t) / len(t) for t in (raw, flat)]
     assert share[1] > 1.5 * share[0]
+
+
+def test_demos_follow_the_mas_control_flow(train_rows, searcher):
+    """No Verifier on the last turn; an untagged answer loses the turn and the episode goes on."""
+    demos = simulate(train_rows[:300], seed=0, mistake_rate=0.3, retriever=searcher, max_turns=4)
+    for demo in demos:
+        turns = demo.ep.turns
+        assert not any(t.agent == "verifier" and t.turn == 3 for t in turns)
+        answers = [t for t in turns if t.agent == "answerer"]
+        assert all(t.action.value is None for t in answers[:-1])
+        assert demo.ep.done == (bool(answers) and answers[-1].action.value is not None)
+        assert answers, "every episode reaches an Answerer by the last turn"
+    retried = [d for d in demos if d.broken == "answerer" and d.ep.done]
+    assert retried and all(sum(t.agent == "answerer" for t in d.ep.turns) == 2 for d in retried)

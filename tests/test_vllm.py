@@ -25,7 +25,7 @@ def model_dir(tmp_path_factory, math_rows):
     """A tiny Qwen2 (head_dim 64) with N(0, 0.1) matrices: unlike the 0.02 init, whose greedy
     replies are one repeated token, its replies differ from prompt to prompt (no training
     needed, which on a busy 2-core machine takes minutes)."""
-    from drmas.data.traces import math_traces
+    from drmas.mas.math.demos import math_traces
     from drmas.modeling import tiny_model, train_tokenizer
 
     traces = math_traces([r for r in math_rows if r["split"] == "train"], seed=0, mistake_rate=0.3)

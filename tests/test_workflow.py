@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from drmas.config import ROOT
+from repo import REPO as ROOT
 
 WORKFLOW_FILES = ["Snakefile", "rules", "config", "benchmarks", "envs"]
 
@@ -47,7 +47,7 @@ def test_new_suite_file_appears_in_dry_run(workflow):
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     for target in ("results/default/tables/arith_hard.md", "results/default/data/arith_hard/train.jsonl",
-                   "results/default/runs/arith_hard/hetero/drmas/seed0/eval/scores.json",
+                   "results/default/evals/arith_hard/hetero/drmas/seed0/scores.json",
                    "results/default/figures/arith_hard_theory_check.png",
                    "results/default/tables/math.md"):
         assert target in out, target
@@ -57,16 +57,71 @@ def test_default_dry_run_job_counts(workflow):
     proc = snakemake(workflow, "-n", "--quiet", "rules")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
-    counts = {line.split()[0]: int(line.split()[1]) for line in out.splitlines()
-              if len(line.split()) == 2 and line.split()[1].isdigit()}
+    counts = job_counts(out)
     # two suites (math, search) x 3 assignments x 2 methods; small + medium per suite
     assert counts["train"] == 12 and counts["evaluate_run"] == 12 and counts["evaluate_base"] == 6
     assert counts["warmstart"] == 4 and counts["index"] == 1 and counts["prepare"] == 2
 
 
+def job_counts(out: str) -> dict:
+    return {line.split()[0]: int(line.split()[1]) for line in out.splitlines()
+            if len(line.split()) == 2 and line.split()[1].isdigit()}
+
+
+@pytest.mark.parametrize("args,expect", [
+    (["--config", "seeds=[0,1,2]"], {"train": 36, "evaluate_base": 18, "warmstart": 4}),
+    (["--config", "eval={n: 8}"], {"train": 12, "evaluate_run": 12}),
+    (["--config", "train={lr: 5.0e-4}", "seeds=[0,1]"], {"train": 24}),
+])
+def test_readme_config_overrides_work(workflow, args, expect):
+    """The README's `--config` examples: lists and nested keys, values read as YAML."""
+    proc = snakemake(workflow, "-n", "--quiet", "rules", *args)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    counts = job_counts(out)
+    assert {k: counts[k] for k in expect} == expect
+
+
+def test_dry_run_writes_nothing_under_results(workflow):
+    proc = snakemake(workflow, "-n")
+    assert proc.returncode == 0, proc.stderr
+    assert not (workflow / "results").exists() or not any((workflow / "results").rglob("*"))
+
+
+def test_paper_profile_stands_alone(workflow):
+    """Loaded the Snakefile's way (`workflow_config`), config/paper.yaml gets nothing from
+    config/default.yaml: every key only the default profile sets is absent from the paper's
+    resolved config or holds the drmas default there."""
+    from drmas.config import DEFAULT_PROFILE, resolve_layers, workflow_config
+    from drmas.config_show import resolve_with_sources, source_of
+
+    paper = workflow_config([ROOT / "config" / "paper.yaml"], []).resolved()
+    _, default_sets = resolve_layers([ROOT / DEFAULT_PROFILE])
+    _, paper_sets = resolve_layers([ROOT / "config" / "paper.yaml"])
+    only_default = [k for k in default_sets if k not in paper_sets]
+    assert "train.lr" in only_default and "suite_overrides.search.train.steps" in only_default
+    _, sources = resolve_with_sources([ROOT / "config" / "paper.yaml"])
+    for key in only_default:
+        node = paper
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        assert node is None or source_of(key, sources) == "default", key
+    assert paper["train"]["lr"] == 1e-6 and "search" not in paper["suite_overrides"]
+    proc = snakemake(workflow, "-n", "--quiet", "rules", "--configfile", "config/paper.yaml")
+    assert proc.returncode == 0, proc.stderr
+    assert "extended by additional config" not in proc.stdout + proc.stderr
+
+
 @pytest.mark.parametrize("override,fragment", [
     ("train={'lr': 'fast'}", "'fast' is not of type 'number'"),
     ("suites=[nosuch]", "benchmark file not found"),
+    ("seeds=[0,x]", "seeds.1: 'x' is not of type 'integer'"),
+    ("agents={solver: {group_n: 4}}", "agents.solver.group_n: a run-wide key"),
+    ("agents={sovler: {lr: 1.0e-5}}", "agents.sovler: no MAS has an agent 'sovler'"),
+    ("suite_overrides={nosuch: {train: {steps: 2}}}", "suite_overrides.nosuch: no benchmark 'nosuch'"),
+    ("train={lr: .nan}", "train.lr: nan is not a finite number"),
+    ("train={group_n: 2.0}", "train.group_n: 2.0 is not of type 'integer'"),
+    ("models={small: {kind: pretrained}}", "models.small: a pretrained model needs a path"),
 ])
 def test_bad_config_is_one_line(workflow, override, fragment):
     proc = snakemake(workflow, "-n", "--config", override)
@@ -74,3 +129,11 @@ def test_bad_config_is_one_line(workflow, override, fragment):
     assert "Traceback" not in proc.stderr
     errors = [l for l in proc.stderr.splitlines() if l.startswith("drmas config error")]
     assert len(errors) == 1 and fragment in errors[0], proc.stderr
+
+
+def test_benchmark_yaml_syntax_error_names_the_file(workflow):
+    (workflow / "benchmarks" / "math.yaml").write_text("name: math\nagents: [solver\n")
+    proc = snakemake(workflow, "-n")
+    errors = [l for l in proc.stderr.splitlines() if l.startswith("drmas config error")]
+    assert proc.returncode != 0 and len(errors) == 1 and "Traceback" not in proc.stderr
+    assert "benchmarks/math.yaml:" in errors[0] and "not valid YAML" in errors[0]

@@ -4,17 +4,72 @@ entropy and gradient-norm helpers the trainer logs.
 The paper trains with clip 0.2/0.2, dual-clip 3.0, token-mean loss, no KL term and grad
 clip 1.0; gradient-norm spikes are its main diagnostic, so the norm is reported *before*
 clipping and non-finite norms are surfaced instead of silently corrupting the weights.
+
+Three training-semantics switches (`LossOptions`, read from a group's train settings) choose
+between this harness's defaults and the paper's fork of verl: an entropy bonus, how token
+losses are averaged over the micro-batches of a mini-batch, and whether the log-ratio is
+clamped before `exp`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass, fields
 
 import torch
 
-#: log-ratio clamp before exp, as in verl: keeps exp() finite for wildly stale tokens.
+from drmas.errors import ConfigError
+
+#: default log-ratio clamp before exp: keeps exp() finite for wildly stale tokens.
 _LOG_RATIO_LIMIT = 20.0
+AGGREGATIONS = ("minibatch", "verl")
+
+
+@dataclass(frozen=True)
+class LossOptions:
+    """How the policy loss of a mini-batch is formed.
+
+    - `entropy_coeff`: loss -= coeff * token-mean entropy (the paper's search runs use verl's
+      default 0.001; 0 turns the term off).
+    - `loss_aggregation`: `minibatch` divides every token loss by the mini-batch's token
+      count, so micro-batches add up to one token mean whatever the split; `verl` takes the
+      token mean of each micro-batch and then the mean over micro-batches (rows of short
+      micro-batches weigh more).
+    - `log_ratio_clamp`: log-ratios are clamped to +-this before `exp`; None: no clamp (verl).
+    """
+
+    entropy_coeff: float = 0.0
+    loss_aggregation: str = "minibatch"
+    log_ratio_clamp: float | None = _LOG_RATIO_LIMIT
+
+    def __post_init__(self):
+        if self.loss_aggregation not in AGGREGATIONS:
+            raise ConfigError(f"loss_aggregation must be one of {', '.join(AGGREGATIONS)}, "
+                              f"got {self.loss_aggregation!r}")
+
+    @classmethod
+    def of(cls, settings) -> "LossOptions":
+        """The options a train-settings object carries (missing fields keep the defaults)."""
+        return cls(**{f.name: getattr(settings, f.name) for f in fields(cls) if hasattr(settings, f.name)})
+
+    def scale(self, minibatch_tokens: float, n_micro: int) -> "LossScale":
+        return LossScale(self.loss_aggregation, minibatch_tokens, n_micro)
+
+
+@dataclass(frozen=True)
+class LossScale:
+    """The denominator of one micro-batch's summed token losses, so that the micro-batch
+    losses of a mini-batch add up to its aggregate (see LossOptions.loss_aggregation)."""
+
+    mode: str
+    minibatch_tokens: float
+    n_micro: int
+
+    def __call__(self, micro_tokens: float) -> float:
+        if self.mode == "verl":
+            return max(float(micro_tokens), 1.0) * self.n_micro
+        return self.minibatch_tokens
 
 
 def token_mean(x: torch.Tensor, mask: torch.Tensor, denom=None) -> torch.Tensor:
@@ -49,13 +104,17 @@ def policy_loss(
     dual_clip: float = 3.0,
     entropy: torch.Tensor | None = None,
     denom=None,
+    entropy_coeff: float = 0.0,
+    log_ratio_clamp: float | None = _LOG_RATIO_LIMIT,
 ) -> tuple[torch.Tensor, dict]:
     """PPO-clip loss over (B, T) tokens; returns (scalar loss, metrics of python floats).
 
     ratio = exp(lp - old); loss per token = max(-A*ratio, -A*clip(ratio, 1-low, 1+high)),
     and for A < 0 further capped at -A*dual_clip (a negative-advantage token with a huge
     ratio cannot dominate the batch). ``advantages`` is (B,) (one per row, broadcast over
-    tokens) or (B, T). The loss is the token mean (``denom``: see ``token_mean``).
+    tokens) or (B, T). The loss is the token mean (``denom``: see ``token_mean``), minus
+    ``entropy_coeff`` times the token-mean ``entropy`` when the coefficient is not 0 (pass an
+    entropy that carries gradients then). ``log_ratio_clamp`` (None: none) bounds lp - old.
 
     Metrics are token means over this call's valid tokens (weight them by ``n_tokens``
     when combining micro-batches): ``clip_frac`` (pg2 > pg1), ``dual_clip_frac`` (A < 0
@@ -67,7 +126,11 @@ def policy_loss(
         advantages = advantages.unsqueeze(-1)
     advantages = advantages.to(logprobs.dtype).expand_as(logprobs)
     mask = mask.to(logprobs.dtype)
-    log_ratio = (logprobs - old_logprobs).clamp(-_LOG_RATIO_LIMIT, _LOG_RATIO_LIMIT)
+    log_ratio = logprobs - old_logprobs
+    if log_ratio_clamp is not None:
+        log_ratio = log_ratio.clamp(-log_ratio_clamp, log_ratio_clamp)
+    else:      # unclamped: masked positions may hold anything, keep exp() of them finite
+        log_ratio = torch.where(mask > 0, log_ratio, torch.zeros_like(log_ratio))
     ratio = torch.exp(log_ratio)
     pg1 = -advantages * ratio
     pg2 = -advantages * ratio.clamp(1.0 - clip_low, 1.0 + clip_high)
@@ -76,6 +139,10 @@ def policy_loss(
     negative = advantages < 0
     per_token = torch.where(negative, torch.minimum(clipped, pg3), clipped)
     loss = token_mean(per_token, mask, denom)
+    if entropy_coeff:
+        if entropy is None:
+            raise ValueError("entropy_coeff != 0 needs the per-token entropy")
+        loss = loss - entropy_coeff * token_mean(entropy.to(mask.dtype), mask, denom)
 
     with torch.no_grad():
         d = log_ratio.detach()

@@ -1,9 +1,11 @@
-"""JSONL reading and writing with errors a user can act on.
+"""JSONL, JSON and YAML reading and writing with errors a user can act on.
 
 Every prepared dataset, rollout dump and eval sample file is JSONL. A broken line should say
 which file and which line, in one line of text, not raise a JSONDecodeError traceback from
 deep inside a training run; a half-written file (a killed job) should never look finished,
-so writes go to a temporary file that is renamed into place.
+so writes go to a temporary file that is renamed into place. The commands that compute
+(`drmas train`, `evaluate`, `warmstart`) check their rows with `read_prepared` before any
+model is built, so a bad row costs a second, not a partial run.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
-from drmas.errors import DataError
+import yaml
+
+from drmas.errors import ConfigError, DataError
 
 PREPARED_FIELDS = ("id", "data_source", "question", "answers", "split")
 
@@ -25,17 +29,78 @@ def _one_line(text: str) -> str:
 
 def read_jsonl(path, required: Sequence[str] = ()) -> list[dict]:
     """All rows of a JSONL file (blank lines skipped); each must be an object with `required`."""
+    return [row for _, row in _numbered_rows(path, required)]
+
+
+def _numbered_rows(path, required: Sequence[str] = ()) -> list[tuple[int, dict]]:
+    """(line number, row) for every non-blank line of a JSONL file."""
     path = Path(path)
     try:
         with path.open(encoding="utf-8") as handle:
-            return [parse_line(line, f"{path}:{lineno}", required)
+            return [(lineno, parse_line(line, f"{path}:{lineno}", required))
                     for lineno, line in enumerate(handle, start=1) if line.strip()]
     except FileNotFoundError:
         raise DataError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise DataError(f"{path}: is a folder, not a JSONL file") from None
     except UnicodeDecodeError as exc:
         raise DataError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise DataError(f"{path}: cannot read ({_one_line(exc.strerror or exc)})") from None
+
+
+def read_prepared(path) -> list[dict]:
+    """The rows of a prepared train/test file, checked against the prepared-row contract
+    (`validate_prepared`: fields, types, unique ids) and non-empty; errors name file:line."""
+    numbered = _numbered_rows(path)
+    if not numbered:
+        raise DataError(f"{path}: no rows (the file is empty)")
+    rows = [row for _, row in numbered]
+    validate_prepared(rows, path, [lineno for lineno, _ in numbered])
+    return rows
+
+
+def read_json(path, required: Sequence[str] = (), what: str = "JSON file") -> dict:
+    """A JSON object from `path`, with the keys `required`; DataError naming the file else."""
+    path = Path(path)
+    text = _read_text(path, what)
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    if not isinstance(value, dict):
+        raise DataError(f"{path}: expected a JSON object, got {type(value).__name__}")
+    missing = [k for k in required if k not in value]
+    if missing:
+        raise DataError(f"{path}: not a {what}: missing key(s) {', '.join(missing)}")
+    return value
+
+
+def read_yaml(path, what: str = "YAML file") -> Any:
+    """The YAML document in `path`; a syntax error is one ConfigError line naming
+    file:line:column and the problem (for config, benchmark and run YAML files alike)."""
+    path = Path(path)
+    text = _read_text(path, what, error=ConfigError)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{where}: not valid YAML ({_one_line(problem)})") from None
+
+
+def _read_text(path: Path, what: str, error=DataError) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise error(f"{path}: {what} not found") from None
+    except IsADirectoryError:
+        raise error(f"{path}: is a folder, not a {what}") from None
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read ({_one_line(exc.strerror or exc)})") from None
 
 
 def parse_line(line: str, where: str, required: Sequence[str] = ()) -> dict:
@@ -67,10 +132,12 @@ def write_jsonl(path, rows: Iterable[dict]) -> None:
         raise
 
 
-def validate_prepared(rows: Sequence[dict], path) -> None:
-    """Check the prepared-row contract; errors name the file and the (1-based) line."""
+def validate_prepared(rows: Sequence[dict], path, linenos: Sequence[int] | None = None) -> None:
+    """Check the prepared-row contract; errors name the file and the (1-based) line, which is
+    `linenos[i]` for row i when given (a file with blank lines), else i + 1."""
     first_line: dict[str, int] = {}
-    for lineno, row in enumerate(rows, start=1):
+    for i, row in enumerate(rows):
+        lineno = linenos[i] if linenos is not None else i + 1
         where = f"{path}:{lineno}"
         missing = [f for f in PREPARED_FIELDS if f not in row]
         if missing:

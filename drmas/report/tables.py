@@ -57,31 +57,35 @@ def build_table(long: pd.DataFrame, assignments: list[str]) -> pd.DataFrame:
     return _paper_rows(wide, assignments)
 
 
-BEHAVIOUR_LABEL = {"searched_before_answer": "searched before answering (%)",
-                   "searches": "searches / episode", "num_turns": "turns / episode",
-                   "forced_zero": "no answer by the last turn (%)",
-                   "evidence_found": "every evidence passage retrieved (%)",
-                   "answered_early": "answered before the evidence was in (%)",
-                   "solver_calls": "Solver calls / episode"}
-PERCENT = {"searched_before_answer", "forced_zero", "evidence_found", "answered_early"}
+def behaviour_stats() -> tuple[dict[str, str], set[str]]:
+    """({episode stat: label}, stats shown in %) of every registered MAS (each MAS folder's
+    stats.py), in each MAS's own order."""
+    from drmas.registry import MAS
+
+    labels, percent = {}, set()
+    for name in MAS.names():
+        labels.update(MAS.get(name).behaviour_labels)
+        percent |= set(MAS.get(name).percent_stats)
+    return labels, percent
 
 
 def behaviour_table(score_files: list[str], assignments: list[str]) -> pd.DataFrame | None:
     """Routing: the MAS's episode stats (`behaviour` in scores.json) per data_source, one row
     per assignment x method, seeds averaged; None when the scores carry none."""
+    labels, percent = behaviour_stats()
     records = []
     for path in score_files:
         s = json.loads(Path(path).read_text())
         for source, stats in (s.get("behaviour") or {}).get("per_source", {}).items():
             for key, value in stats.items():
                 records.append({**s["meta"], "source": source, "stat": key,
-                                "value": 100.0 * value if key in PERCENT else value})
+                                "value": 100.0 * value if key in percent else value})
     if not records:
         return None
     long = pd.DataFrame(records)
     wide = long.pivot_table(index=["assignment", "method"], columns=["stat", "source"],
                             values="value", aggfunc="mean")
-    known = list(BEHAVIOUR_LABEL)               # stats in the order of BEHAVIOUR_LABEL
+    known = list(labels)                        # stats in the order of their labels
     wide = wide[sorted(wide.columns, key=lambda c: (known.index(c[0]) if c[0] in known
                                                     else len(known), c))]
     return _paper_rows(wide, assignments)
@@ -112,7 +116,7 @@ def write_table(cfg: Config, suite: Suite, score_files: list[str], out: str) -> 
     routing = behaviour_table(score_files, cfg.assignments)
     if routing is not None:
         routing.columns = pd.MultiIndex.from_tuples(
-            [(source, BEHAVIOUR_LABEL.get(stat, stat)) for stat, source in routing.columns])
+            [(source, behaviour_stats()[0].get(stat, stat)) for stat, source in routing.columns])
         md += "\n" + to_markdown(routing, f"{suite.title or suite.name}: behaviour on the test "
                                   "problems (mean per episode, all samples)")
         routing.set_axis(_flat(routing.columns), axis=1).to_csv(

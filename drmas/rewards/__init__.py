@@ -1,24 +1,28 @@
-"""Outcome rewards by name: `reward(answer_text, golds) -> float` in [0, 1]."""
+"""Outcome rewards by name: `reward(answer_text, golds) -> float` in [0, 1], registered in
+`drmas.registry.REWARDS` (a benchmark file's `reward:`)."""
 
 from __future__ import annotations
 
 from typing import Callable
 
-from drmas.errors import ConfigError
+from drmas.registry import REWARDS
 
 Reward = Callable[[str, list[str]], float]
 
 
+@REWARDS.register("math")
 def _math(answer: str, golds: list[str]) -> float:
     from drmas.rewards.math import score
     return max((score(answer, g) for g in golds), default=0.0)
 
 
+@REWARDS.register("qa")
 def _qa(answer: str, golds: list[str]) -> float:
     from drmas.rewards.qa import exact_match
     return exact_match(answer, golds)
 
 
+@REWARDS.register("arithmetic")
 def _arithmetic(answer: str, golds: list[str]) -> float:
     """Integer-answer tasks (generated arithmetic): the boxed answer compared as a string /
     number only (tier 1 of the math reward), so no math_verify is needed: `drmas check gpu`
@@ -37,10 +41,5 @@ def _arithmetic(answer: str, golds: list[str]) -> float:
     return 0.0
 
 
-REWARDS: dict[str, Reward] = {"math": _math, "qa": _qa, "arithmetic": _arithmetic}
-
-
 def get_reward(name: str) -> Reward:
-    if name not in REWARDS:
-        raise ConfigError(f"unknown reward {name!r}; known: {', '.join(REWARDS)}")
-    return REWARDS[name]
+    return REWARDS.get(name)

@@ -106,24 +106,32 @@ def _box_content(text: str, pos: int) -> str | None:
 
 # --------------------------------------------------------------------------- tier 1: strings
 
+# No pattern below may match one text in two ways (e.g. `\d+\.?\d*`, or `\s*\{?\s*`): a
+# failing match then backtracks over every split, O(n^2) on a long run of digits or spaces.
+# Each is written with one parse per text instead (same language, same matches).
 _SUBS = [
     (re.compile(r"\\left(?![A-Za-z])|\\right(?![A-Za-z])|\\displaystyle"), ""),
     # spacing commands go, but a LaTeX row break \\ (as in "1 \\ 2") is kept whole
     (re.compile(r"(\\\\)|\\[!,;: ]|\\q?quad(?![A-Za-z])|~"), r"\1"),
     (re.compile(r"\\[dt]frac(?![A-Za-z])"), r"\\frac"),
-    (re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\circ(?![A-Za-z])|\\?%|\\\$|\$"), ""),
+    (re.compile(r"\^\s*(?:\{\s*)?\\circ\s*\}?|\\circ(?![A-Za-z])|\\?%|\\\$|\$"), ""),
     (re.compile(r"\{,\}"), ","),
     (re.compile(r"\s+"), ""),
 ]
 _TEXT_WRAP = re.compile(r"\\(?:text|textbf|textrm|mbox|mathrm|mathbf)\{([^{}]*)\}")
 _THOUSANDS = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d*)?")
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)")
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)")
 _CHOICE = re.compile(r"\(([A-Za-z])\)")
 _WORDS = re.compile(r"[A-Za-z]+")
 
 
-@functools.lru_cache(maxsize=65536)
 def _normalize(s: str) -> str:
+    """`_spelling(s)`, cached for answer-sized strings only: a cache of 65536 one-megabyte
+    answers would hold gigabytes."""
+    return _cached_spelling(s) if len(s) <= MAX_PRED_CHARS else _spelling(s)
+
+
+def _spelling(s: str) -> str:
     """Canonical spelling for string comparison.
 
     Drops only what MATH-style answers treat as decoration: spacing, sizing, ``$``, ``\\%``,
@@ -143,6 +151,9 @@ def _normalize(s: str) -> str:
     if m:
         s = m.group(1)
     return s
+
+
+_cached_spelling = functools.lru_cache(maxsize=65536)(_spelling)
 
 
 def _text_gold(gold: str) -> str | None:

@@ -15,7 +15,8 @@ import re
 import string
 from collections import Counter
 
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+from drmas.tags import last_tag
+
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
 
@@ -28,8 +29,7 @@ def normalize_answer(s: str) -> str:
 
 def extract_answer(response: str) -> str | None:
     """Stripped content of the last `<answer>…</answer>`, or None when there is none."""
-    matches = _ANSWER.findall(response)
-    return matches[-1].strip() if matches else None
+    return last_tag(response, "answer")
 
 
 def _normalized(response: str, golds: list[str] | str) -> tuple[str | None, list[str]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import zlib
 from typing import Callable, Sequence
 
-from drmas.agents.base import Episode
+from drmas.mas.base import Episode
 from drmas.rollout.base import Sampling
 
 
@@ -34,12 +34,13 @@ def make_retriever_for(suite, index: str | None = None, url: str | None = None):
     return RetrievalClient(url) if url else LocalService(index)
 
 
-def build_orchestra(suite, retriever=None):
-    """The suite's MAS with its loop limits (and retriever, for searching MAS)."""
-    from drmas.agents.registry import get_orchestra
+def build_orchestra(suite, retriever=None, prompt_set: str = "compact"):
+    """The suite's MAS with its loop limits, prompt set (`compact` or `upstream`, see
+    drmas/mas/prompting.py) and retriever (for searching MAS)."""
+    from drmas.registry import MAS
 
-    return get_orchestra(suite.mas)(max_loop=suite.max_loop, max_turns=suite.max_turns,
-                                    topk=suite.topk, retriever=retriever)
+    return MAS.get(suite.mas)(max_loop=suite.max_loop, max_turns=suite.max_turns,
+                              topk=suite.topk, retriever=retriever, prompt_set=prompt_set)
 
 
 def run_mas(orchestra, problems: Sequence[dict], groups: dict, agent_group: dict[str, str],
@@ -59,7 +60,7 @@ def score_episodes(episodes: list[Episode], reward: Callable[[str, list[str]], f
     """Team outcome reward of each episode (before per-row format penalties)."""
     out = []
     for ep in episodes:
-        if ep.info.get("forced_zero"):       # e.g. search: a final "no" ends with reward 0
+        if ep.info.get("forced_zero"):       # e.g. search: no tagged answer by the last turn
             out.append(0.0)
         else:
             out.append(float(reward(ep.answer, ep.problem["answers"])))

@@ -61,7 +61,7 @@ class ResourcePool:
         t0 = time.perf_counter()
         self.owns_ray = not ray.is_initialized()     # a Ray someone else started stays up
         if self.owns_ray:
-            start_ray(self.cpus, self.gpus)
+            start_ray(self.cpus, self.gpus, res.ray_address)
         self.start_s = time.perf_counter() - t0
         self.pg, self.slots = None, {}
 
@@ -91,14 +91,23 @@ class ResourcePool:
             ray.shutdown()
 
 
-def start_ray(num_cpus: int, num_gpus: int = 0) -> None:
+def start_ray(num_cpus: int, num_gpus: int = 0, address: str | None = None) -> None:
     """A fresh local Ray instance (address="local": never attach to another cluster on the
-    machine); actors inherit single-threaded OpenMP and set their own torch threads."""
+    machine by accident), or the existing cluster at `address` (`resources.ray_address`);
+    actors inherit single-threaded OpenMP and set their own torch threads."""
+    import logging
+
     import ray
 
+    # A private local cluster gets Ray's default token authentication; its notice saying so
+    # would open every training log, so only that logger's warnings are silenced.
+    logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
+    env = {"env_vars": {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}}
+    if address:                          # a cluster someone else sized: join it as it is
+        ray.init(address=address, log_to_driver=False, configure_logging=False, runtime_env=env)
+        return
     ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False,
-             log_to_driver=False, configure_logging=False,
-             runtime_env={"env_vars": {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}})
+             log_to_driver=False, configure_logging=False, runtime_env=env)
 
 
 def _visible_gpus() -> int:
@@ -158,7 +167,7 @@ class RayGroup:
     """One worker group as W Ray actors (a torch.distributed group, FSDP2 when W > 1)."""
 
     def __init__(self, name: str, model_path, agents: Sequence[str], settings: TrainConfig,
-                 pool: ResourcePool, slots: list[Slot], eval_batch: int = 256,
+                 pool: ResourcePool, slots: list[Slot], eval_batch: int = 256, encoding=None,
                  options: dict | None = None):
         """Start the actors and their setup; `ready()` waits for it (so that several groups
         load their models at the same time)."""
@@ -176,7 +185,7 @@ class RayGroup:
         addr, port = ray.get(self.actors[0].address.remote()) if self.world > 1 else ("", 0)
         kwargs = dict(name=name, model_path=str(model_path), agents=list(agents),
                       settings=settings, eval_batch=eval_batch, offload_engine=pool.colocated,
-                      **(options or {}))
+                      encoding=encoding, **(options or {}))
         self._setup = [a.setup.remote(addr, port, r, self.world, kwargs)
                        for r, a in enumerate(self.actors)]
 
@@ -271,14 +280,15 @@ def make_groups(plan: dict, paths: dict, res: ResourceConfig, threads: int,
 
         device = local_device(res)
         return {g: LocalGroup(g, paths[g], spec["agents"], spec["settings"], eval_batch,
-                              device=device, offload_engine=device == "cuda",
-                              **options.get(g, {}))
+                              encoding=spec.get("encoding"), device=device,
+                              offload_engine=device == "cuda", **options.get(g, {}))
                 for g, spec in plan.items()}, None
     pool = ResourcePool(res, threads)
     try:
         slots = pool.reserve(list(plan))
         groups = {g: RayGroup(g, paths[g], spec["agents"], spec["settings"], pool, slots[g],
-                              eval_batch, options.get(g)) for g, spec in plan.items()}
+                              eval_batch, encoding=spec.get("encoding"), options=options.get(g))
+                  for g, spec in plan.items()}
         for grp in groups.values():
             grp.ready()
     except BaseException:

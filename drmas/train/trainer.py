@@ -11,22 +11,26 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import yaml
-from tqdm import tqdm
 
 from drmas.algos.advantages import compute_advantages, group_stats, method_modes
 from drmas.config import Config, Suite
-from drmas.errors import ConfigError
+from drmas.errors import ConfigError, DrmasError
+from drmas.progress import bar as progress_bar
 from drmas.rewards import get_reward
 from drmas.rollout.base import Sampling
 from drmas.rollout.mas import build_orchestra, derived_seed, run_mas, score_episodes
+from drmas.stages import changed_keys, digest, train_key
 from drmas.train import checkpoint
 from drmas.train.groups import engine_options, model_dir, plan_groups
 from drmas.train.pool import make_groups
+from drmas.train.schedule import group_uids, steps_for_epochs
 
 #: metrics keys that measure the machine, not the run: they differ between identical runs
 VOLATILE = ("time", "tokens_per_s", "update_tokens_per_s", "memory")
@@ -79,37 +83,77 @@ def _stats(values) -> dict:
     return {"mean": float(v.mean()), "std": float(v.std(ddof=1)) if v.size > 1 else 0.0}
 
 
+def run_identity(cfg: Config, suite: Suite, assignment: str, method: str, seed: int) -> dict:
+    """What decides a run's final weights: its train key (drmas/stages.py) and the content of
+    its tiny base models' weights (a re-made warm start is another starting point)."""
+    key = train_key(cfg, suite, assignment, method, seed)
+    key["base_weights"] = {m: _file_digest(model_dir(cfg, suite.name, m) / "model.safetensors")
+                           for m, spec in key["models"].items() if spec["kind"] == "tiny"}
+    return key
+
+
+def _file_digest(path: Path) -> str | None:
+    import hashlib
+
+    if not path.exists():
+        return None
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:16]
+
+
 class Trainer:
-    """One run: (suite, assignment, method, seed) -> `out_dir` (DESIGN, "run folder").
+    """One run: (suite, assignment, method, seed) -> `out_dir` (ARCHITECTURE.md, "Run folder").
 
     Starts its worker groups (and, for `resources.backend: ray`, a local Ray instance) on
     construction; `run` shuts them down at the end, `close` does it for a trainer used step by
-    step.
+    step. Checkpoints go to `checkpoints` (default `<out_dir>/checkpoints`); they and `final/`
+    are reused only by a run with the same identity (`run_identity`).
     """
 
     def __init__(self, cfg: Config, suite: Suite, assignment: str, method: str, seed: int,
-                 train_rows: list[dict], out_dir: str | Path, retriever=None):
+                 train_rows: list[dict], out_dir: str | Path, retriever=None,
+                 checkpoints: str | Path | None = None, engine_overrides: dict | None = None):
+        """`engine_overrides`: {"engine", "dtype"} for every group, over the models' own."""
         self.cfg, self.suite, self.method, self.seed = cfg, suite, method, seed
         self.assignment = assignment
         self.mean_by, self.std_by = method_modes(method)
         self.out = Path(out_dir)
+        self.ckpt_root = Path(checkpoints) if checkpoints else self.out / "checkpoints"
         self.plan = plan_groups(cfg, assignment, suite.agents)
         self.agent_group = {a: g for g, spec in self.plan.items() for a in spec["agents"]}
         self.train = cfg.train
-        self.orchestra = build_orchestra(suite, retriever)
+        self.orchestra = build_orchestra(suite, retriever, prompt_set=cfg.prompt_set)
         self.reward = get_reward(suite.reward)
         self.sampler = ProblemSampler(train_rows, self.train.prompts_per_step, seed)
+        base_dirs = {g: model_dir(cfg, suite.name, s["model"]) for g, s in self.plan.items()}
+        self.identity = run_identity(cfg, suite, assignment, method, seed)
+        self.identity_hash = digest(self.identity)
+        job = f"train {suite.name}/{assignment}/{method}/seed{seed}"
+        # shown from the start: starting Ray and loading the groups can take a while
+        self.bar = progress_bar(total=self.total_steps(), desc=job, job=job, mininterval=2,
+                                postfix="starting")
         t0 = time.perf_counter()
         self.groups, self.pool = make_groups(
-            self.plan, {g: model_dir(cfg, suite.name, s["model"]) for g, s in self.plan.items()},
-            cfg.resources, cfg.threads,
-            options={g: engine_options(cfg, s["model"]) for g, s in self.plan.items()})
+            self.plan, base_dirs, cfg.resources, cfg.threads,
+            options={g: engine_options(cfg, s["model"], engine_overrides)
+                     for g, s in self.plan.items()})
         self.startup = {"groups_s": time.perf_counter() - t0,
                         "ray_start_s": self.pool.start_s if self.pool else 0.0}
         self.step = 0
 
+    def total_steps(self) -> int:
+        """`train.steps`, or with `train.epochs` that many passes over the training set."""
+        if self.train.epochs:
+            return steps_for_epochs(len(self.sampler.problems), self.train.prompts_per_step,
+                                    self.train.epochs)
+        return self.train.steps
+
     def close(self) -> None:
         """Stop the groups' actors and Ray (nothing to do for local groups)."""
+        self.bar.close()
         if self.pool is not None:
             try:
                 for grp in self.groups.values():
@@ -137,7 +181,9 @@ class Trainer:
             times[phase], clock[0] = now - clock[0], now
 
         n = self.train.group_n
-        problems = [dict(p, uid=f"{p['id']}@{self.step}") for p in self.sampler.next()]
+        drawn = self.sampler.next()
+        uids = group_uids(drawn, self.step, per_slot=self.train.per_slot_uids)
+        problems = [dict(p, uid=uid) for p, uid in zip(drawn, uids)]
         batch = [p for p in problems for _ in range(n)]
         episodes = run_mas(self.orchestra, batch, self.groups, self.agent_group, self.sampling,
                            derived_seed(self.seed, "rollout", self.step))
@@ -206,29 +252,81 @@ class Trainer:
     # -- checkpoints ---------------------------------------------------------------------
     def save(self, path: Path, final: bool = False) -> None:
         checkpoint.save(path, self.groups, {"step": self.step, "sampler": self.sampler.state(),
-                                            "groups": self.plan_summary()},
-                        with_optimizer=not final)
+                                            "groups": self.plan_summary(),
+                                            "identity_hash": self.identity_hash},
+                        with_optimizer=not final,
+                        metrics=None if final else self.out / "metrics.jsonl")
 
     def plan_summary(self) -> dict:
         return {g: {"model": s["model"], "agents": s["agents"]} for g, s in self.plan.items()}
 
+    def _same_run(self, where: Path, state: dict) -> bool:
+        """Whether a checkpoint or final save was made by this very configuration; if not,
+        say in one line which keys changed (when the save recorded them)."""
+        if state.get("identity_hash") == self.identity_hash:
+            return True
+        old = _read_identity(self.out / "config.yaml") if where == self.out / "final" else None
+        if old is None and (self.ckpt_root / "identity.json").exists():
+            old = json.loads((self.ckpt_root / "identity.json").read_text())
+        changed = changed_keys(old, self.identity) if old else ["(unrecorded)"]
+        _warn(f"{where} was made with another configuration "
+              f"({', '.join(changed[:6])}{' ...' if len(changed) > 6 else ''}); starting afresh")
+        return False
+
     def resume(self) -> bool:
-        """Continue from the newest complete checkpoint, if any; True when resumed."""
-        ckpt = checkpoint.latest(self.out)
-        if ckpt is None:
-            return False
-        state = checkpoint.read_state(ckpt)
-        if state["groups"] != self.plan_summary():
-            raise ConfigError(f"{ckpt} holds groups {state['groups']}, this run has "
-                              f"{self.plan_summary()}; delete the run folder to start over")
-        for g, grp in self.groups.items():
-            grp.load(ckpt / g)
-        checkpoint.restore_driver_rng(ckpt)
+        """Continue from the newest usable checkpoint of this very run, if any; True when
+        resumed.
+
+        Checkpoints are tried newest first; one that fails `checkpoint.verify` or fails to
+        load is set aside (renamed `step<k>.unusable`) and the next older one is tried, with
+        one line on stderr saying so. A checkpoint of another configuration (another run
+        identity) is never resumed: all of them are discarded and the run starts afresh.
+        When checkpoints of this run exist but none is usable the run stops (DrmasError
+        naming the folder) rather than start over: starting afresh would silently spend again
+        the compute the checkpoints stood for, while the damage may be recoverable (a disk or
+        copy problem); the user decides, by moving the folder away.
+        """
+        skipped: list[tuple[Path, str]] = []
+        for ckpt in reversed(checkpoint.complete(self.ckpt_root)):
+            problem = checkpoint.verify(ckpt)
+            if problem is None:
+                state = checkpoint.read_state(ckpt)
+                if not self._same_run(ckpt, state):
+                    shutil.rmtree(self.ckpt_root, ignore_errors=True)
+                    return False
+                if state.get("groups") != self.plan_summary():
+                    raise ConfigError(f"{ckpt} holds groups {state.get('groups')}, this run has "
+                                      f"{self.plan_summary()}; delete {self.ckpt_root} to start over")
+                problem = self._load(ckpt, state)
+            if problem is None:
+                if skipped:
+                    aside = [checkpoint.set_aside(bad).name for bad, _ in skipped]
+                    _warn(f"checkpoint {_listing(skipped)} unusable, set aside as "
+                          f"{', '.join(aside)}; resuming from {ckpt} (step {self.step})")
+                if (ckpt / "metrics.jsonl").exists():    # the run folder may have been removed
+                    shutil.copyfile(ckpt / "metrics.jsonl", self.out / "metrics.jsonl")
+                checkpoint.truncate_metrics(self.out / "metrics.jsonl", self.step)
+                return True
+            skipped.append((ckpt, problem))
+        if skipped:
+            raise DrmasError(f"{self.ckpt_root}: no usable checkpoint ({_listing(skipped)}); "
+                             f"move {self.ckpt_root} away to start afresh")
+        return False
+
+    def _load(self, ckpt: Path, state: dict) -> str | None:
+        """Load every group, the driver's RNG and the sampler from `ckpt`; None when done,
+        else what failed (a later, successful load overwrites whatever this one set)."""
+        try:
+            for g, grp in self.groups.items():
+                grp.load(ckpt / g)
+            checkpoint.restore_driver_rng(ckpt)
+        except Exception as exc:    # a torn file that verify could not see (old checkpoints)
+            lines = [l for l in str(exc).splitlines() if l.strip()] or [type(exc).__name__]
+            return f"cannot be loaded ({lines[-1].strip()[:200]})"
         self.step = state["step"]
         self.sampler = ProblemSampler(self.sampler.problems, self.sampler.batch, self.seed,
-                                      **state["sampler"])
-        checkpoint.truncate_metrics(self.out / "metrics.jsonl", self.step)
-        return True
+                                      epoch=state["sampler"]["epoch"], pos=state["sampler"]["pos"])
+        return None
 
     # -- the loop ------------------------------------------------------------------------
     def run(self) -> dict:
@@ -241,11 +339,15 @@ class Trainer:
 
     def _run(self) -> dict:
         self.out.mkdir(parents=True, exist_ok=True)
-        (self.out / "config.yaml").write_text(yaml.safe_dump(
-            {"config": self.cfg.raw, "suite": self.suite.name, "assignment": self.assignment,
-             "method": self.method, "seed": self.seed, "groups": self.plan_summary()}, sort_keys=False))
-        steps = self.train.steps
+        steps = self.total_steps()
         metrics = self.out / "metrics.jsonl"
+        final = self.out / "final"
+        if (final / checkpoint.STATE).exists():
+            if problem := checkpoint.verify(final):
+                _warn(f"{final} is unusable ({problem}); it will be written again")
+            elif not self._same_run(final, checkpoint.read_state(final)):
+                shutil.rmtree(final)
+        self._write_run_config()
         if checkpoint.finished(self.out, steps):     # crashed after the final save
             self.step = steps
             checkpoint.truncate_metrics(metrics, steps)
@@ -255,25 +357,31 @@ class Trainer:
         else:
             resumed_from = None
             metrics.unlink(missing_ok=True)
-        board = _board(self.out / "tensorboard", self.step)
-        bar = tqdm(total=steps, initial=self.step, desc=f"train {self.out}", mininterval=2)
+        self.ckpt_root.mkdir(parents=True, exist_ok=True)
+        (self.ckpt_root / "identity.json").write_text(json.dumps(self.identity, indent=1))
+        board = _board(self.out / "tensorboard", self.step, metrics)
+        bar = self.bar                       # from the start of this run's main loop
+        bar.reset(total=steps)
+        bar.initial = bar.n = self.step          # resumed steps do not count in the rate
+        bar.set_postfix_str("", refresh=True)
         with open(metrics, "a") as log:
             while self.step < steps:
                 m = self.train_step()
                 log.write(json.dumps(m) + "\n")
                 log.flush()
                 _scalars(board, m)
-                bar.update(1)
                 bar.set_postfix(step=self.step, reward=f"{m['team_reward']['mean']:.3f}",
                                 refresh=False)
+                bar.update(1)           # redraws with the postfix just set
                 if self.step % self.train.save_every == 0 and self.step < steps:
-                    self.save(checkpoint.step_dir(self.out, self.step))
-                    checkpoint.prune(self.out)
+                    self.save(checkpoint.step_dir(self.ckpt_root, self.step))
+                    checkpoint.prune(self.ckpt_root)
         bar.close()
         board.close()
         if not checkpoint.finished(self.out, steps):
             self.save(self.out / "final", final=True)
-        summary = {"steps": self.step, "groups": self.plan_summary(),
+        summary = {"steps": self.step, "identity_hash": self.identity_hash,
+                   "groups": self.plan_summary(),
                    "workers": {g: grp.describe() for g, grp in self.groups.items()},
                    "backend": self.cfg.resources.backend, "resumed_from": resumed_from,
                    "startup": self.startup}
@@ -281,11 +389,42 @@ class Trainer:
         return summary
 
 
-def _board(path: Path, step: int):
-    """TensorBoard writer beside metrics.jsonl; after a resume, events past `step` are purged."""
+    def _write_run_config(self) -> None:
+        """`config.yaml` of the run: the resolved config it ran with, and its identity."""
+        (self.out / "config.yaml").write_text(yaml.safe_dump(
+            {"config": self.cfg.resolved(), "suite": self.suite.name,
+             "assignment": self.assignment, "method": self.method, "seed": self.seed,
+             "groups": self.plan_summary(), "identity_hash": self.identity_hash,
+             "identity": self.identity}, sort_keys=False))
+
+
+def _read_identity(path: Path) -> dict | None:
+    try:
+        return yaml.safe_load(path.read_text()).get("identity")
+    except (OSError, AttributeError, yaml.YAMLError):
+        return None
+
+
+def _warn(message: str) -> None:
+    """One line on stderr (beside tqdm's bar and the job's log), never a traceback."""
+    print(f"drmas train: {' '.join(message.split())}", file=sys.stderr, flush=True)
+
+
+def _listing(skipped: list[tuple[Path, str]]) -> str:
+    return ", ".join(f"{p.name} ({why})" for p, why in skipped)
+
+
+def _board(path: Path, step: int, metrics: Path):
+    """TensorBoard writer beside metrics.jsonl. After a resume the event files are rebuilt
+    from the restored metrics (the run folder may have been removed since)."""
     from torch.utils.tensorboard import SummaryWriter
 
-    return SummaryWriter(str(path), purge_step=step + 1 if step else None)
+    shutil.rmtree(path, ignore_errors=True)
+    board = SummaryWriter(str(path))
+    if step and metrics.exists():
+        for line in metrics.read_text().splitlines():
+            _scalars(board, json.loads(line))
+    return board
 
 
 def _flatten(m: dict, prefix: str = ""):

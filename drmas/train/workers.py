@@ -32,16 +32,16 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from drmas.agents.base import Messages
-from drmas.algos.loss import policy_loss
+from drmas.algos.loss import LossOptions, policy_loss
 from drmas.config import TrainConfig
+from drmas.mas.base import Messages
 from drmas.modeling import load_model, load_tokenizer
 from drmas.precision import autocast, dtype_name, resolve_dtype
 from drmas.rollout.base import Generation, Sampling
 from drmas.rollout.engines import make_engine
 from drmas.train import dist
 from drmas.train.logprobs import length_chunks, pack, response_logprobs
-from drmas.train.sft import encode_prompt
+from drmas.train.sft import PromptEncoding, encode_prompt
 
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj"]
 LORA_INIT_SEED = 0
@@ -109,10 +109,12 @@ class GroupWorker:
     def __init__(self, name: str, model_path: str | Path, agents: Sequence[str],
                  settings: TrainConfig, eval_batch: int = 256, trainable: bool = True,
                  rank: int = 0, world: int = 1, device: str = "cpu", offload_engine: bool = False,
-                 engine: str = "hf", dtype: str = "float32", seed: int = 0):
+                 encoding: PromptEncoding | None = None, engine: str = "hf",
+                 dtype: str = "float32", seed: int = 0):
         """`engine`: hf | vllm; `dtype`: auto | float32 | bfloat16 (see drmas/precision.py);
         `offload_engine`: let the engine sleep (free its GPU memory) while the group trains."""
         self.name, self.agents, self.settings = name, list(agents), settings
+        self.encoding = encoding or PromptEncoding()    # chat-template kwargs, prompt cap
         self.rank, self.world, self.device = rank, world, torch.device(device)
         self.offload_engine = offload_engine and self.device.type == "cuda"
         self.dtype, self.dtype_reason = resolve_dtype(dtype, self.device)
@@ -139,7 +141,7 @@ class GroupWorker:
         """Tokenise with this group's own tokenizer and chat template, then sample."""
         if not prompts:
             return []
-        ids = [encode_prompt(self.tokenizer, m) for m in prompts]
+        ids = [encode_prompt(self.tokenizer, m, self.encoding) for m in prompts]
         return self.engine.generate(ids, sampling, seed=seed)
 
     # -- training ------------------------------------------------------------------------
@@ -166,7 +168,11 @@ class GroupWorker:
         norms, agent_norms, skipped = [], {a: [] for a in self.agents}, 0
         self.model.train()
         for mini, agents in zip(minis, plan):
-            denom = float(sum(len(rows[i]["response_ids"]) for i in mini))
+            n_micro = sum(len(rank_chunks([i for i in mini if rows[i]["agent"] == a], 0, 1,
+                                          s.micro_batch_rows, lengths, s.micro_batch_tokens))
+                          for a in self.agents)        # all ranks' micro-batches of this mini
+            denom = LossOptions.of(s).scale(float(sum(len(rows[i]["response_ids"]) for i in mini)),
+                                            n_micro)
             self.optimizer.zero_grad(set_to_none=True)
             before = self._grads()
             for agent, chunks in agents:       # agent by agent: exact per-agent norms
@@ -234,7 +240,9 @@ class GroupWorker:
         if backward:
             (logits.float().sum() * 0.0).backward()
 
-    def _backward(self, rows: list[dict], old: list[torch.Tensor], denom: float, totals: dict):
+    def _backward(self, rows: list[dict], old: list[torch.Tensor], denom, totals: dict):
+        """Backpropagate one micro-batch; `denom(micro_tokens)` divides its summed token
+        losses (`LossScale`: the mini-batch's aggregate, see drmas/algos/loss.py)."""
         if not rows:
             if self.world > 1:
                 self._dummy_forward(backward=True)
@@ -247,9 +255,11 @@ class GroupWorker:
         for b, o in enumerate(old):
             old_full[b][resp[b] > 0] = o.to(self.device)
         adv = torch.tensor([r["advantage"] for r in rows], dtype=torch.float32, device=self.device)
+        opts, denom = LossOptions.of(self.settings), denom(float(resp.sum()))
         loss, m = policy_loss(lp, old_full, adv, resp, clip_low=self.settings.clip_low,
                               clip_high=self.settings.clip_high, dual_clip=self.settings.dual_clip,
-                              entropy=entropy.detach(), denom=denom)
+                              entropy=entropy if opts.entropy_coeff else entropy.detach(), denom=denom,
+                              entropy_coeff=opts.entropy_coeff, log_ratio_clamp=opts.log_ratio_clamp)
         # FSDP averages gradients over ranks; the loss is a sum over all ranks' tokens / denom
         (loss * self.world).backward()
         n = m["n_tokens"]
@@ -331,27 +341,46 @@ class GroupWorker:
                     save_file({k: v.contiguous() for k, v in trainable.items()},
                               str(path / "lora.safetensors"))
         if optim is not None:
-            torch.save({"torch": torch.get_rng_state(), "python": random.getstate(),
-                        "numpy": np.random.get_state()}, path / f"rng_rank{self.rank}.pt")
+            torch.save(self._rng_state(), path / f"rng_rank{self.rank}.pt")
+
+    def _rng_state(self) -> dict:
+        """This rank's RNG states: CPU torch, Python, NumPy, and its CUDA device's when it
+        trains on one (sampling and dropout there draw from the device generator)."""
+        state = {"torch": torch.get_rng_state(), "python": random.getstate(),
+                 "numpy": np.random.get_state()}
+        if self.device.type == "cuda":
+            state["cuda"] = torch.cuda.get_rng_state(self.device)
+        return state
+
+    def _set_rng_state(self, state: dict) -> None:
+        """Restore `_rng_state`; a CUDA state is skipped on a rank without a CUDA device
+        (a GPU checkpoint resumed on CPU: the CPU states still restore)."""
+        torch.set_rng_state(state["torch"])
+        random.setstate(state["python"])
+        np.random.set_state(state["numpy"])
+        if "cuda" in state and self.device.type == "cuda":
+            torch.cuda.set_rng_state(state["cuda"], self.device)
 
     def load(self, path: str | Path) -> None:
-        """Restore what `save` wrote (resume); any world size can load any world size's save."""
+        """Restore what `save` wrote (resume); any world size can load any world size's save.
+
+        Every file is read before anything is changed, so a torn file raises with this worker
+        as it was and the trainer can fall back to an older checkpoint."""
         from safetensors.torch import load_file
 
         path = Path(path)
         lora = self.settings.lora_rank > 0
         state = load_file(str(path / ("lora.safetensors" if lora else "model.safetensors")))
-        dist.load_full_state(self.model, state, sharded=self.world > 1)
-        self.sync()
-        if self.optimizer is not None and (path / "optimizer.pt").exists():
-            saved = torch.load(path / "optimizer.pt", weights_only=False)
-            dist.load_optimizer_state(self.model, self.optimizer, saved["optimizer"])
+        saved = (torch.load(path / "optimizer.pt", weights_only=False)
+                 if self.optimizer is not None and (path / "optimizer.pt").exists() else None)
         rng = path / f"rng_rank{self.rank}.pt"
-        if rng.exists():
-            r = torch.load(rng, weights_only=False)
-            torch.set_rng_state(r["torch"])
-            random.setstate(r["python"])
-            np.random.set_state(r["numpy"])
+        rng_state = torch.load(rng, weights_only=False) if rng.exists() else None
+        dist.load_full_state(self.model, state, sharded=self.world > 1)
+        self.sync()                 # an engine with weights of its own gets the loaded ones
+        if saved is not None:
+            dist.load_optimizer_state(self.model, self.optimizer, saved["optimizer"])
+        if rng_state is not None:
+            self._set_rng_state(rng_state)
 
 
 class LocalGroup(GroupWorker):

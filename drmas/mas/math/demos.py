@@ -1,9 +1,9 @@
-"""Warm-start demonstrations: (chat prompt, response) pairs for each agent of a suite.
+"""Warm-start demonstrations of the math MAS: (agent, chat prompt, response) triples.
 
-Prompts come from the real agents (`Agent.prompt`), so the warm-started policy sees exactly
-what it will see during RL. A share of traces carries deliberate mistakes (a wrong step, a
-wrong verdict, a broken format), so the warm-started policy is sometimes right and RL has
-something to improve.
+Prompts come from the real agents (`Agent.prompt`, compact prompt set: warm starts are for
+the tiny models), so the warm-started policy sees exactly what it will see during RL. A share
+of traces carries deliberate mistakes (a wrong step, a wrong verdict, a broken format), so the
+warm-started policy is sometimes right and RL has something to improve.
 """
 
 from __future__ import annotations
@@ -11,8 +11,11 @@ from __future__ import annotations
 import random
 from types import SimpleNamespace
 
-from drmas.agents.base import Action, Episode, Turn
-from drmas.agents.math import Solver, Verifier
+from drmas.mas.base import Action, Episode, Turn
+from drmas.mas.math.prompts import PROMPT_SETS
+from drmas.mas.math.solver import Solver
+from drmas.mas.math.verifier import Verifier
+from drmas.registry import DEMONSTRATIONS
 
 Trace = tuple[str, list[dict], str]          # (agent, prompt messages, response text)
 
@@ -59,11 +62,13 @@ def _verifier_text(steps: list[list], proposed: int | None, rng: random.Random,
     return text
 
 
+@DEMONSTRATIONS.register("math")
 def math_traces(rows: list[dict], seed: int, mistake_rate: float, **_) -> list[Trace]:
     """Solver and Verifier demonstrations from generated problems that carry `steps`;
     `mistake_rate` is the share of sloppy demonstrations per agent."""
     rng = random.Random(seed)
-    solver, verifier = Solver(), Verifier()
+    prompts = PROMPT_SETS["compact"]
+    solver, verifier = Solver(prompts), Verifier(prompts)
     traces: list[Trace] = []
     for row in rows:
         ep = Episode(problem=row)
@@ -82,10 +87,3 @@ def math_traces(rows: list[dict], seed: int, mistake_rate: float, **_) -> list[T
                 break
     return traces
 
-
-def _search_traces(rows, seed, mistake_rate, retriever=None, **_):
-    from drmas.data.search_traces import search_traces
-    return search_traces(rows, seed=seed, mistake_rate=mistake_rate, retriever=retriever)
-
-
-TRACE_BUILDERS = {"math": math_traces, "search": _search_traces}

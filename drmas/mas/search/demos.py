@@ -1,13 +1,16 @@
 """Warm-start demonstrations for the search MAS, from simulated episodes.
 
-Episodes are played turn by turn with the real agents' prompts (`Agent.prompt`) and the real
-retriever's documents, so the warm-started policy sees exactly what it will see during RL.
-All episodes advance together and each turn's queries go to the retriever as one batch.
+Episodes are played turn by turn with the MAS's control flow (drmas/mas/search/orchestra.py),
+the real agents' prompts (`Agent.prompt`, compact prompt set: warm starts are for the tiny
+models) and the real retriever's documents, so the warm-started policy sees exactly what it
+will see during RL. All episodes advance together and each turn's queries go to the
+retriever as one batch.
 
 The expert behind the demonstrations reads the retrieved passages: it says "no" and searches
 the next title of the row's `hops` until every hop's passage has come back, then says "yes"
 and answers with the gold answer. Single-hop: search the fact ("capital of Tobinon"), answer.
-Multi-hop: search the first fact, then the fact of the bridge entity it names, answer.
+Multi-hop: search the first fact, then the fact of the bridge entity it names, answer. On the
+last turn there is no Verifier call: the Answerer answers with what it has.
 
 A share `mistake_rate` of episodes carries exactly one deliberate mistake, so the policy is
 sometimes wrong and RL has something to improve:
@@ -16,8 +19,10 @@ sometimes wrong and RL has something to improve:
 - extra_search: "no" although the information is there; the query is repeated;
 - wrong_query: a search looks up a wrong name, and one turn is lost;
 - wrong_answer: the information is there but the answer is a distractor;
-- broken_format: one output without its tag (an answer, a query or a "yes" verdict).
-An episode whose needed document the retriever never returns is labelled `retrieval_miss`.
+- broken_format: one output without its tag (an answer, which loses the turn, a query or a
+  "yes" verdict).
+A clean episode whose needed document the retriever never returns is labelled
+`retrieval_miss` (it answers with a guess on the last turn).
 
 The Searcher and the Answerer state the last fact they read before they act, as in "The
 capital of Tobinon is Zami. <search> founding year of Zami </search>" and "The founding year of
@@ -37,16 +42,22 @@ import random
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
-from drmas.agents.base import Turn
-from drmas.agents.search import Answerer, Searcher, SearchEpisode, Verifier, record_search
 from drmas.errors import DataError, DrmasError
+from drmas.mas.base import Turn
+from drmas.mas.search.answerer import Answerer
+from drmas.mas.search.history import SearchEpisode, record_lost_answer, record_search
+from drmas.mas.search.prompts import PROMPT_SETS
+from drmas.mas.search.searcher import Searcher
+from drmas.mas.search.verifier import Verifier
+from drmas.registry import DEMONSTRATIONS
 
 Trace = tuple[str, list[dict], str]          # (agent, prompt messages, response text)
 
 MISTAKES = ("early_answer", "extra_search", "wrong_query", "wrong_answer", "broken_format")
 # Extra copies of each clean episode's queries and gold answer, per agent (see search_traces).
 BOOST = {"searcher": 6, "answerer": 6}
-AGENTS = {a.name: a for a in (Verifier(), Searcher(), Answerer())}
+AGENTS = {a.name: a for a in (Verifier(PROMPT_SETS["compact"]), Searcher(PROMPT_SETS["compact"]),
+                               Answerer(PROMPT_SETS["compact"]))}
 
 
 @dataclass
@@ -163,22 +174,24 @@ def simulate(rows: list[dict], seed: int, mistake_rate: float, retriever,
     for turn in range(max_turns):
         searching = []
         for demo in active:
-            verdict = demo.say("verifier", turn, _verifier_text(demo, turn, max_turns))
-            if verdict.value == "yes":
-                demo.say("answerer", turn, _answerer_text(demo))
-                demo.ep.done = True
-            elif turn < max_turns - 1:
+            last = turn == max_turns - 1
+            if last or demo.say("verifier", turn, _verifier_text(demo, turn, max_turns)).value == "yes":
+                if demo.say("answerer", turn, _answerer_text(demo)).value is None:
+                    record_lost_answer(demo.ep)
+                else:
+                    demo.ep.done = True
+            else:
                 searching.append((demo, demo.say("searcher", turn, _searcher_text(demo))))
-        queries = [a.value for _, a in searching if a.valid]
+        queries = [a.value for _, a in searching if a.value]
         results = iter(retriever.batch_search(queries, k=topk) if queries else [])
         for demo, action in searching:
-            hits = next(results) if action.valid else []
+            hits = next(results) if action.value else []
             record_search(demo.ep, action.value, hits)      # adds the hits' titles to ep.titles
-        active = [d for d, _ in searching]
+        active = [d for d in active if not d.ep.done]
     for demo in demos:
         if not demo.mistake_done:            # e.g. no chance to answer early: a clean episode
             demo.mistake = None
-        if not demo.ep.done and demo.mistake is None:
+        if demo.mistake is None and (not demo.ep.done or demo.needed() is not None):
             demo.mistake = "retrieval_miss"
     return demos
 
@@ -192,6 +205,7 @@ def key_traces(demo: Demo) -> list[Trace]:
     return [t for t in demo.traces if t[0] in ("searcher", "answerer")]
 
 
+@DEMONSTRATIONS.register("search")
 def search_traces(rows: list[dict], seed: int, mistake_rate: float, retriever,
                   max_turns: int = 4, topk: int = 3, boost: dict | None = None) -> list[Trace]:
     """(agent, prompt messages, response) demonstrations of the Verifier, Searcher and Answerer.

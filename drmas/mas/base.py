@@ -4,11 +4,14 @@ An agent never calls a model itself. The orchestra asks an `act` callable for a 
 completions (`act(agent_name, list_of_chat_prompts) -> list_of_generations`), which lets the
 trainer route each agent to its worker group, batch all episodes' calls to one agent into one
 generate call, and lets tests drive an orchestra with scripted agents.
+
+An agent owns its extraction rule (which tag it acts on, how it is read: the same under every
+prompt set, as in the paper's code); its prompt text and the output format it is asked for
+come from the MAS's prompt set (`drmas/mas/prompting.py`).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
 
@@ -26,7 +29,8 @@ Act = Callable[[str, Sequence[Messages]], Sequence[Any]]
 
 @dataclass
 class Action:
-    """A parsed agent output. `valid` is False when the output breaks the agent's format."""
+    """A parsed agent output: `value` is what the agent's tag says (None: no tag), `valid`
+    whether the output has the format its prompt asked for (invalid rows get a penalty)."""
 
     value: str | None
     valid: bool
@@ -54,37 +58,28 @@ class Episode:
     info: dict = field(default_factory=dict)
 
 
-def last_tag(text: str, tag: str) -> str | None:
-    """Content of the last `<tag>...</tag>` in `text` (stripped), or None."""
-    found = re.findall(rf"<{tag}>(.*?)</{tag}>", text, flags=re.DOTALL)
-    return found[-1].strip() if found else None
-
-
-def parse_verdict(text: str, verdicts: tuple[str, ...], default: str) -> Action:
-    """The last `<verify>…</verify>` if it is one of `verdicts` (any case); otherwise
-    `default`, marked invalid: both MAS treat a missing verdict as a fixed choice."""
-    verdict = last_tag(text, "verify")
-    verdict = verdict.lower() if verdict else None
-    if verdict in verdicts:
-        return Action(verdict, True)
-    return Action(default, False)
-
-
 class Agent:
-    """A role: builds its chat prompt from the episode and parses its own output."""
+    """A role of a MAS: prompted through a prompt set, parsed by its own extraction rule.
+
+    `name` is the role's key in configs and rows; `role` is how the paper's prompts name it
+    to its teammates ("Solver Agent").
+    """
 
     name: str = ""
-    system: str = ""
+    role: str = ""
+
+    def __init__(self, prompts):
+        self.prompts = prompts
 
     def prompt(self, episode: Episode) -> Messages:
-        messages = [{"role": "system", "content": self.system}] if self.system else []
-        return messages + [{"role": "user", "content": self.user_text(episode)}]
-
-    def user_text(self, episode: Episode) -> str:
-        raise NotImplementedError
+        return self.prompts.messages(self.name, episode)
 
     def parse(self, text: str) -> Action:
         raise NotImplementedError
+
+    def format_ok(self, text: str) -> bool:
+        """Whether `text` has the output format this agent's prompt set asks for."""
+        return self.prompts.format_ok(self.name, text)
 
 
 def call(act: Act, agent: Agent, episodes: list[Episode], turn: int) -> list[Action]:

@@ -28,8 +28,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from drmas.data.prepare import corpus, generator
 from drmas.errors import ConfigError
+from drmas.registry import CORPORA, GENERATORS
 
 ONSETS = "b d f g h k l m n p r s t v z".split()
 VOWELS = "a e i o u".split()
@@ -204,12 +204,12 @@ def generate(sources: dict[str, dict], train_problems: int, test_problems: int, 
     return rows
 
 
-@generator("knowledge")
+@GENERATORS.register("knowledge")
 def _knowledge(spec: dict, seed: int) -> list[dict]:
     return generate(spec["sources"], int(spec["train_problems"]), int(spec["test_problems"]),
                     seed, entities=int(spec.get("entities", 300)))
 
 
-@corpus("knowledge")
+@CORPORA.register("knowledge")
 def _knowledge_corpus(spec: dict, seed: int) -> list[dict]:
     return documents(build_kb(int(spec.get("entities", 300)), seed))

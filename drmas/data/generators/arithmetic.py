@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import random
 
+from drmas.registry import GENERATORS
+
 NAMES = ["Ann", "Ben", "Cara", "Dev", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jo", "Kai", "Lea"]
 ITEMS = ["apples", "books", "coins", "pens", "shells", "stamps", "cards", "beads", "eggs", "nuts"]
 
@@ -81,3 +83,8 @@ def generate(sources: dict[str, dict], train_problems: int, test_problems: int, 
                              "split": split, "steps": steps})
                 made += 1
     return rows
+
+
+@GENERATORS.register("arithmetic")
+def _arithmetic(spec: dict, seed: int) -> list[dict]:
+    return generate(spec["sources"], int(spec["train_problems"]), int(spec["test_problems"]), seed)

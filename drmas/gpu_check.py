@@ -32,6 +32,8 @@ BATCH = {"0.5b": (16, 8, 128), "tiny": (4, 4, 32)}
 #: warm start per size: steps, batch, learning rate
 WARM = {"0.5b": (40, 32, 3e-4), "tiny": (40, 8, 3e-3)}
 EVAL_EPISODES = 64
+#: the transformers engine in the precision `dtype: auto` picks (bf16 on an H200)
+ENGINE = {"engine": "hf", "dtype": "auto"}
 
 
 def build_model(size: str, out: Path, device: str, seed: int = 0):
@@ -41,8 +43,8 @@ def build_model(size: str, out: Path, device: str, seed: int = 0):
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from drmas.data.arithmetic import generate
-    from drmas.data.traces import math_traces
+    from drmas.data.generators.arithmetic import generate
+    from drmas.mas.math.demos import math_traces
     from drmas.modeling import train_tokenizer
     from drmas.train.sft import sft
 
@@ -65,14 +67,14 @@ def build_model(size: str, out: Path, device: str, seed: int = 0):
 
 def make_config(model_path: Path, size: str, device: str):
     """The check's profile, built as dataclasses (no schema validation: no jsonschema)."""
-    from drmas.config import Assignment, Config, EvalConfig, ResourceConfig, TrainConfig
+    from drmas.config import (Assignment, Config, EvalConfig, ModelSpec, ResourceConfig,
+                              TrainConfig)
 
     prompts, n, tokens = BATCH[size]
     return Config(
         profile="check", seeds=[0], suites=["math"], methods=["grpo", "drmas"],
-        assignments=["shared"],
-        models={"m": {"kind": "pretrained", "path": str(model_path), "engine": "hf",
-                      "dtype": "auto"}},
+        assignments=["shared"], prompt_set="compact",
+        models={"m": ModelSpec(kind="pretrained", path=str(model_path))},
         assignment_defs={"shared": Assignment(True, {"default": "m"})},
         train=TrainConfig(steps=2, prompts_per_step=prompts, group_n=n, ppo_mini_batches=2,
                           micro_batch_rows=64, micro_batch_tokens=16384, lr=1e-6,
@@ -148,7 +150,8 @@ def check_gpu(device: str = "cuda", size: str = "0.5b", work: str | Path | None 
     for method in ("grpo", "drmas"):
         out = work / "runs" / method
         t0 = meter.start()
-        trainer = Trainer(cfg, suite, "shared", method, 0, train_rows, out)
+        trainer = Trainer(cfg, suite, "shared", method, 0, train_rows, out,
+                          engine_overrides=ENGINE)
         meter.stop(f"{method}: load groups", t0)
         _assert_on(device, trainer.groups)
         before = _weights(trainer.groups)
@@ -170,7 +173,8 @@ def check_gpu(device: str = "cuda", size: str = "0.5b", work: str | Path | None 
         trainer.save(checkpoint.step_dir(out, trainer.step))
         meter.stop(f"{method}: save checkpoint", t0)
         t0 = meter.start()
-        resumed = Trainer(cfg, suite, "shared", method, 0, train_rows, out)
+        resumed = Trainer(cfg, suite, "shared", method, 0, train_rows, out,
+                          engine_overrides=ENGINE)
         if not resumed.resume() or resumed.step != trainer.step:
             raise DrmasError(f"check: {method} did not resume at step {trainer.step}")
         for g, w in _weights(resumed.groups).items():
@@ -186,7 +190,8 @@ def check_gpu(device: str = "cuda", size: str = "0.5b", work: str | Path | None 
         if device == "cuda":
             torch.cuda.empty_cache()
     t0 = meter.start()
-    scores = evaluate(cfg, suite, "shared", test_rows, work / "eval", seed=0)
+    scores = evaluate(cfg, suite, "shared", test_rows, work / "eval", seed=0,
+                      engine_overrides=ENGINE)
     meter.stop(f"evaluate {EVAL_EPISODES} episodes", t0)
     report["eval_overall"] = scores["overall"]
     report["phases"] = meter.rows

@@ -1,0 +1,81 @@
+"""The search MAS (ARCHITECTURE.md, "Search MAS"): a Verifier routes each turn to a
+Searcher or an Answerer, with the paper's control flow.
+
+A turn is one environment step. On every turn but the last, the Verifier reads the question
+and the history and says `<verify>yes</verify>` (the Answerer answers) or
+`<verify>no</verify>` (the Searcher writes a query; the top-k documents join the history).
+On the last turn the Answerer answers without a Verifier call. Only a tagged `<answer>` ends
+an episode: an Answerer output without one is a lost turn (recorded in the history) and the
+next turn starts over with the Verifier. An episode still without an answer after
+`max_turns` turns scores 0 (`info["forced_zero"]`).
+
+A Searcher output without a `<search>` tag searches nothing; the history records the lost
+turn, so the next turn sees it (rather than a silent skip, which would hide the failure).
+"""
+
+from __future__ import annotations
+
+from drmas.errors import DrmasError
+from drmas.mas.base import Act, Action, Episode, call
+from drmas.mas.parsing import tag_only
+from drmas.mas.prompting import pick
+from drmas.mas.search import stats
+from drmas.mas.search.answerer import Answerer
+from drmas.mas.search.history import SearchEpisode, record_lost_answer, record_search
+from drmas.mas.search.prompts import PROMPT_SETS
+from drmas.mas.search.searcher import Searcher
+from drmas.mas.search.verifier import Verifier
+from drmas.registry import MAS
+
+
+@MAS.register("search")
+class SearchOrchestra:
+    """Runs a batch of search episodes. Per turn: one Verifier call for all active episodes
+    (none on the last turn), one Answerer call for those routed to it, one Searcher call for
+    the others, and one `retriever.batch_search` for all their queries."""
+
+    agents = ("verifier", "searcher", "answerer")
+    prompt_sets = PROMPT_SETS
+    behaviour_labels, percent_stats = stats.LABELS, stats.PERCENT
+
+    def __init__(self, max_turns: int = 4, topk: int = 3, retriever=None,
+                 prompt_set: str = "compact", **_):
+        if max_turns < 1 or topk < 1:
+            raise ValueError("max_turns and topk must be >= 1")
+        if retriever is None:
+            raise DrmasError("the search MAS needs a retriever (an index or a retrieval service)")
+        self.max_turns, self.topk, self.retriever = max_turns, topk, retriever
+        prompts = pick(PROMPT_SETS, prompt_set, "search")
+        self.verifier, self.searcher, self.answerer = (Verifier(prompts), Searcher(prompts),
+                                                       Answerer(prompts))
+
+    def run(self, problems: list[dict], act: Act) -> list[Episode]:
+        episodes = [SearchEpisode(problem=p) for p in problems]
+        active: list[SearchEpisode] = episodes
+        for turn in range(self.max_turns):
+            if not active:
+                break
+            if turn == self.max_turns - 1:
+                answering, searching = active, []
+            else:
+                verdicts = call(act, self.verifier, active, turn)
+                answering = [ep for ep, v in zip(active, verdicts) if v.value == "yes"]
+                searching = [ep for ep, v in zip(active, verdicts) if v.value == "no"]
+            for ep, answer in zip(answering, call(act, self.answerer, answering, turn)):
+                if answer.value is None:
+                    record_lost_answer(ep)
+                else:
+                    ep.done = True
+                    ep.answer = tag_only(ep.turns[-1].gen.text, "answer")
+            self._search(searching, call(act, self.searcher, searching, turn))
+            active = [ep for ep in active if not ep.done]
+        for ep in episodes:
+            stats.finish(ep)
+        return episodes
+
+    def _search(self, episodes: list[SearchEpisode], actions: list[Action]) -> None:
+        """One batched retrieval for every non-empty query of this turn; record all steps."""
+        queries = [a.value for a in actions if a.value]
+        results = iter(self.retriever.batch_search(queries, k=self.topk) if queries else [])
+        for ep, action in zip(episodes, actions):
+            record_search(ep, action.value, next(results) if action.value else [])
