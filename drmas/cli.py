@@ -137,6 +137,7 @@ def cmd_train(args) -> None:
     cfg, suite = _config(args), _suite(args)
     rows = read_prepared(Path(args.data) / "train.jsonl")
     _setup(cfg)
+    cfg = cfg.for_method(args.method)
     Trainer(cfg, suite, args.assignment, args.method, args.seed, rows, args.out,
             retriever=_retriever(args, suite), checkpoints=args.checkpoints).run()
 
@@ -151,6 +152,8 @@ def cmd_evaluate(args) -> None:
         raise ConfigError("--same-as reuses a base evaluation; it cannot go with --run")
     meta = {"suite": suite.name, "assignment": args.assignment, "seed": args.seed,
             "method": checks.check_trained_run(args.run) if args.run else "base"}
+    if meta["method"] != "base":            # the run's own settings (e.g. response budgets)
+        cfg = cfg.for_method(meta["method"])
     if args.same_as:
         checks.check_eval_dir(args.same_as)
         scores = reuse_base(cfg, suite, args.same_as, args.out, meta)

@@ -26,8 +26,12 @@ from drmas.schema import coerce, dataclass_schema, opt, validate
 PROB = {"exclusiveMinimum": 0, "maximum": 1}
 POS = {"minimum": 1}
 DEFAULT_PROFILE = Path("config") / "default.yaml"
-Method = Literal["grpo", "drmas", "mean_agent_std_global", "mean_global_std_agent"]
-METHODS: tuple[str, ...] = Method.__args__           # the advantage estimators (algos/advantages.py)
+Estimator = Literal["grpo", "drmas", "mean_agent_std_global", "mean_global_std_agent"]
+ESTIMATORS: tuple[str, ...] = Estimator.__args__     # the advantage estimators (algos/advantages.py)
+#: row labels of the estimators used as methods of their own (tables, figures)
+ESTIMATOR_LABELS = {"grpo": "GRPO", "drmas": "Dr. MAS",
+                    "mean_agent_std_global": "Abl. agent mean / global std",
+                    "mean_global_std_agent": "Abl. global mean / agent std"}
 
 
 @dataclass(frozen=True)
@@ -156,9 +160,21 @@ class Assignment:
 
 
 @dataclass(frozen=True)
+class MethodDef:
+    """A named method: an advantage estimator plus the train settings it changes (the
+    paper's ablations: a gradient-clip value, no std normalisation, loss balancing, ...)."""
+
+    estimator: Estimator = opt(help="the advantage estimator (grpo: one pool per prompt group; drmas: one pool per agent in it)")
+    label: str = opt("", "its row label in tables and figures (default: the name)")
+    train: dict = opt(factory=dict, partial=TrainConfig,
+                      help="train keys this method sets, over the profile's and the suite's (and over per-agent ones)")
+
+
+@dataclass(frozen=True)
 class SuiteOverride:
     """Keys that replace the profile's own for one suite's jobs (merged key by key)."""
 
+    assignments: list[str] | None = opt(None, "the assignments this suite runs (null = the profile's `assignments`)", minItems=1)
     tokenizer: dict = opt(factory=dict, partial=TokenizerConfig, help="tokenizer keys for this suite")
     warmstart: dict = opt(factory=dict, partial=WarmstartConfig, help="warm-start keys for this suite")
     train: dict = opt(factory=dict, partial=TrainConfig, help="train keys for this suite")
@@ -177,8 +193,10 @@ class Config:
     models: dict[str, ModelSpec] = opt(help="base models by name", minProperties=1)
     assignment_defs: dict[str, Assignment] = opt(help="agent -> model assignments by name")
     seeds: list[int] = opt(factory=lambda: [0], help="one run per seed", minItems=1)
-    methods: list[Method] = opt(factory=lambda: ["grpo", "drmas"], minItems=1,
-                                help="advantage estimators: grpo = one pool per prompt group, drmas = one pool per agent in it; the other two are the paper's ablations")
+    methods: list[str] = opt(factory=lambda: ["grpo", "drmas"], minItems=1,
+                             items={"type": "string", "pattern": "^[A-Za-z0-9_.-]+$"},
+                             help="methods to run: an advantage estimator (grpo, drmas, mean_agent_std_global, mean_global_std_agent) or a name from method_defs")
+    method_defs: dict[str, MethodDef] = opt(factory=dict, help="named methods: an estimator plus train settings (e.g. {grpo_clip0.1: {estimator: grpo, train: {grad_clip: 0.1}}})")
     threads: int = opt(1, "torch threads per job (Snakemake runs jobs side by side)", **POS)
     prompt_set: Literal["upstream", "compact"] = opt("upstream", "the agents' prompts: `upstream` = the paper's templates exactly; `compact` = short prompts for the tiny models (same control flow and parsing)")
     datasets: dict[str, str] = opt(factory=dict, help="per suite, which `datasets:` entry of its benchmark file to use (default: the profile name)")
@@ -238,11 +256,40 @@ class Config:
 
     def for_suite(self, suite: str) -> "Config":
         """The config a job of `suite` runs with: `suite_overrides.<suite>` merged key by key
-        into `tokenizer`, `warmstart`, `train`, `eval` and `agents` (per agent)."""
+        into `tokenizer`, `warmstart`, `train`, `eval` and `agents` (per agent). The result
+        holds no suite overrides any more, so applying it twice changes nothing."""
         over = (self.raw.get("suite_overrides") or {}).get(suite)
         if not over:
             return self
         raw = apply_suite_override(self.raw, over)
+        raw["suite_overrides"] = {}
+        return dataclasses.replace(from_dict(raw), threads=self.threads)
+
+    def method(self, name: str) -> MethodDef:
+        """A method by name: an estimator on its own, or a `method_defs` entry."""
+        if name in self.method_defs:
+            return self.method_defs[name]
+        if name in ESTIMATORS:
+            return MethodDef(estimator=name, label=ESTIMATOR_LABELS[name])
+        raise ConfigError(f"unknown method {name!r}; estimators: {', '.join(ESTIMATORS)}; "
+                          f"method_defs: {', '.join(self.method_defs) or 'none'}")
+
+    def label_of(self, method: str) -> str:
+        """How tables and figures name a method (`base` rows: the models before RL)."""
+        if method == "base":
+            return "Base"
+        return self.method(method).label or method
+
+    def for_method(self, name: str) -> "Config":
+        """The config a run of method `name` trains with: the method's train keys over the
+        `train:` block and over every agent's own (call after `for_suite`)."""
+        keys = self.method(name).train
+        if not keys:
+            return self
+        raw = copy.deepcopy(self.raw)
+        raw["train"] = {**raw.get("train", {}), **keys}
+        agent_keys = {k: v for k, v in keys.items() if k not in RUN_KEYS}
+        raw["agents"] = {a: {**block, **agent_keys} for a, block in (raw.get("agents") or {}).items()}
         return dataclasses.replace(from_dict(raw), threads=self.threads)
 
     def job_resources_for(self, rule: str) -> JobResources:
@@ -260,7 +307,11 @@ def apply_suite_override(raw: dict, over: dict) -> dict:
     """`raw` with one suite's override block merged in (per agent for `agents`)."""
     raw = copy.deepcopy(raw)
     for key, block in over.items():
-        if key == "agents":
+        if block is None:
+            continue
+        if not isinstance(block, dict):            # a list (assignments) replaces the profile's
+            raw[key] = copy.deepcopy(block)
+        elif key == "agents":
             raw["agents"] = {a: {**raw.get("agents", {}).get(a, {}), **block.get(a, {})}
                              for a in dict.fromkeys([*raw.get("agents", {}), *block])}
         else:
@@ -311,12 +362,22 @@ def _check_agent_blocks(raw: dict) -> None:
 
 
 def _check(raw: dict) -> None:
+    for name in raw.get("methods", []):
+        if name not in ESTIMATORS and name not in (raw.get("method_defs") or {}):
+            raise ConfigError(f"config: methods: {name!r} is neither an estimator "
+                              f"({', '.join(ESTIMATORS)}) nor defined in method_defs")
+    if "base" in (raw.get("method_defs") or {}):
+        raise ConfigError("config: method_defs.base: `base` names the models before RL")
     res = raw.get("resources", {})
     if res.get("backend", "ray") == "local" and res.get("workers_per_group", 1) > 1:
         raise ConfigError("config: resources.workers_per_group > 1 needs resources.backend: ray")
-    for name in raw["assignments"]:
-        if name not in raw["assignment_defs"]:
-            raise ConfigError(f"config: assignments: {name!r} is not defined in assignment_defs")
+    lists = [("assignments", raw["assignments"])] + [
+        (f"suite_overrides.{s}.assignments", o.get("assignments") or [])
+        for s, o in (raw.get("suite_overrides") or {}).items() if isinstance(o, dict)]
+    for where, names in lists:
+        for name in names:
+            if name not in raw["assignment_defs"]:
+                raise ConfigError(f"config: {where}: {name!r} is not defined in assignment_defs")
     for name, spec in raw["assignment_defs"].items():
         for agent, model in spec["models"].items():
             if model not in raw["models"]:
@@ -345,7 +406,8 @@ def from_dict(raw: dict) -> Config:
     _check(raw)
     kwargs: dict[str, Any] = {k: v for k, v in raw.items()
                               if k not in ("train", "eval", "warmstart", "tokenizer", "resources",
-                                           "models", "assignment_defs", "suite_overrides")}
+                                           "models", "assignment_defs", "suite_overrides",
+                                           "method_defs")}
     kwargs["train"] = TrainConfig(**raw.get("train", {}))
     kwargs["eval"] = EvalConfig(**raw.get("eval", {}))
     kwargs["warmstart"] = WarmstartConfig(**raw.get("warmstart", {}))
@@ -355,6 +417,7 @@ def from_dict(raw: dict) -> Config:
     kwargs["assignment_defs"] = {k: Assignment(v["share"], dict(v["models"]))
                                  for k, v in raw["assignment_defs"].items()}
     kwargs["suite_overrides"] = {k: SuiteOverride(**v) for k, v in (raw.get("suite_overrides") or {}).items()}
+    kwargs["method_defs"] = {k: MethodDef(**v) for k, v in (raw.get("method_defs") or {}).items()}
     return Config(**kwargs, raw=raw)
 
 
@@ -522,5 +585,7 @@ def check_suites(cfg: Config, suites: dict[str, Suite], benchmarks: str | Path =
     from drmas.train.groups import plan_groups
 
     for name, suite in suites.items():        # agents sharing a model must agree on settings
-        for assignment in cfg.assignments:
-            plan_groups(cfg.for_suite(name), assignment, suite.agents)
+        scfg = cfg.for_suite(name)
+        for assignment in scfg.assignments:
+            for method in scfg.methods:
+                plan_groups(scfg.for_method(method), assignment, suite.agents)

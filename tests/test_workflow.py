@@ -106,7 +106,8 @@ def test_paper_profile_stands_alone(workflow):
         for part in key.split("."):
             node = node.get(part) if isinstance(node, dict) else None
         assert node is None or source_of(key, sources) == "default", key
-    assert paper["train"]["lr"] == 1e-6 and "search" not in paper["suite_overrides"]
+    assert paper["train"]["lr"] == 1e-6 and paper["suite_overrides"]["search"]["train"]["group_n"] == 5
+    assert "steps" not in paper["suite_overrides"]["search"]["train"]      # default.yaml's 12
     proc = snakemake(workflow, "-n", "--quiet", "rules", "--configfile", "config/paper.yaml")
     assert proc.returncode == 0, proc.stderr
     assert "extended by additional config" not in proc.stdout + proc.stderr

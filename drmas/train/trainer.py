@@ -119,7 +119,7 @@ class Trainer:
         """`engine_overrides`: {"engine", "dtype"} for every group, over the models' own."""
         self.cfg, self.suite, self.method, self.seed = cfg, suite, method, seed
         self.assignment = assignment
-        self.mean_by, self.std_by = method_modes(method)
+        self.mean_by, self.std_by = method_modes(cfg.method(method).estimator)
         self.out = Path(out_dir)
         self.ckpt_root = Path(checkpoints) if checkpoints else self.out / "checkpoints"
         self.plan = plan_groups(cfg, assignment, suite.agents)
