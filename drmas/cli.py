@@ -387,8 +387,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("check", cmd_check, "end-to-end check of the single-device path (GPU by default): "
              "2 RL steps per method, checkpoint + resume, sleep/wake, 64-episode evaluation",
              suite=None)
-    sp.add_argument("what", choices=["gpu"])
-    sp.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    sp.add_argument("what", choices=["gpu"], help="what to check (gpu: the single-device path)")
+    sp.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
+                    help="cuda (default) or cpu: the same code path on the CPU")
     sp.add_argument("--size", choices=["0.5b", "tiny"], default="0.5b",
                     help="model shape: Qwen2.5-0.5B (random weights) or the tiny profile's")
     sp.add_argument("--work", default=None, help="scratch folder (default: a new temp folder)")

@@ -193,7 +193,7 @@ def test_warmstart_unknown_model_or_missing_tokenizer(tmp_path, capsys):
     (["perf", "advantages", "--rows", "many"], "drmas perf: error: argument --rows: not an integer: "
                                                "'many' (see `drmas perf --help`)"),
     (["perf", "latency"], "drmas perf: error: argument what: invalid choice: 'latency' (choose "
-                          "from 'advantages') (see `drmas perf --help`)"),
+                          "from 'advantages', 'rollout', 'step') (see `drmas perf --help`)"),
     (["serve", "--index", "x", "--port", "70000"], "drmas serve: error: argument --port: must be "
                                                    "between 1 and 65535, got 70000 (see `drmas "
                                                    "serve --help`)"),
