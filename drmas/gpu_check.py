@@ -170,7 +170,7 @@ def check_gpu(device: str = "cuda", size: str = "0.5b", work: str | Path | None 
                 raise DrmasError(f"check: {method} group {g}: {len(unchanged)} tensors did not "
                                  f"change in {cfg.train.steps} RL steps, e.g. {unchanged[0]}")
         t0 = meter.start()
-        trainer.save(checkpoint.step_dir(out, trainer.step))
+        trainer.save(checkpoint.step_dir(trainer.ckpt_root, trainer.step))
         meter.stop(f"{method}: save checkpoint", t0)
         t0 = meter.start()
         resumed = Trainer(cfg, suite, "shared", method, 0, train_rows, out,
