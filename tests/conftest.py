@@ -103,7 +103,7 @@ def make_config(model_path, **train):
     raw = {
         "profile": "test", "seeds": [0], "suites": ["math"], "methods": ["grpo", "drmas"],
         "assignments": ["shared", "nonshared"],
-        "models": {"small": {"kind": "pretrained", "path": str(model_path)}},
+        "models": {"small": {"kind": "pretrained", "path": str(model_path), "dtype": "float32"}},
         "assignment_defs": {"shared": {"share": True, "models": {"default": "small"}},
                             "nonshared": {"share": False, "models": {"default": "small"}}},
         "train": {"steps": 2, "prompts_per_step": 2, "group_n": 4, "ppo_mini_batches": 1,

@@ -28,7 +28,7 @@ from drmas.rollout.base import Sampling
 from drmas.rollout.mas import build_orchestra, derived_seed, run_mas, score_episodes
 from drmas.stages import changed_keys, digest, train_key
 from drmas.train import checkpoint
-from drmas.train.groups import model_dir, plan_groups
+from drmas.train.groups import engine_options, model_dir, plan_groups
 from drmas.train.pool import make_groups
 from drmas.train.schedule import group_uids, steps_for_epochs
 from drmas.train.shaping import RowShaping
@@ -116,7 +116,8 @@ class Trainer:
 
     def __init__(self, cfg: Config, suite: Suite, assignment: str, method: str, seed: int,
                  train_rows: list[dict], out_dir: str | Path, retriever=None,
-                 checkpoints: str | Path | None = None):
+                 checkpoints: str | Path | None = None, engine_overrides: dict | None = None):
+        """`engine_overrides`: {"engine", "dtype"} for every group, over the models' own."""
         self.cfg, self.suite, self.method, self.seed = cfg, suite, method, seed
         self.assignment = assignment
         self.mean_by, self.std_by = method_modes(cfg.method(method).estimator)
@@ -137,7 +138,10 @@ class Trainer:
         self.bar = progress_bar(total=self.total_steps(), desc=job, job=job, mininterval=2,
                                 postfix="starting")
         t0 = time.perf_counter()
-        self.groups, self.pool = make_groups(self.plan, base_dirs, cfg.resources, cfg.threads)
+        self.groups, self.pool = make_groups(
+            self.plan, base_dirs, cfg.resources, cfg.threads,
+            options={g: engine_options(cfg, s["model"], engine_overrides)
+                     for g, s in self.plan.items()})
         self.startup = {"groups_s": time.perf_counter() - t0,
                         "ray_start_s": self.pool.start_s if self.pool else 0.0}
         self.step = 0
