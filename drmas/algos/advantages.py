@@ -4,7 +4,7 @@
 Every rollout row is one agent call carrying ``(uid, traj_uid, agent, score)``. The upstream
 code computes the baselines with a Python loop over rows holding torch scalars; here ids
 become dense integer codes and the group statistics are segment sums, so 10^6 rows take
-about 0.1-0.2 s on 2 cores (`drmas perf advantages`). See DESIGN.md, "Upstream semantics
+about 0.1-0.2 s on 2 cores (`drmas perf advantages`). See ARCHITECTURE.md, "Upstream semantics
 to match exactly".
 
 Implementation choices, measured on 10^6 rows here: ``pandas.factorize`` (hash table)

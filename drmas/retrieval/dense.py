@@ -30,7 +30,7 @@ import numpy as np
 
 import drmas
 from drmas.errors import DrmasError
-from drmas.retrieval.searcher import Hit, isolate_failures, warn_errors
+from drmas.retrieval.searcher import Hit, Searcher, isolate_failures
 
 log = logging.getLogger(__name__)
 
@@ -70,20 +70,14 @@ def build_dense_index(corpus_jsonl: str | Path, index_dir: str | Path, encoder: 
     """Encode `corpus_jsonl` with `encoder` into a FAISS index at `index_dir` (replaced).
 
     Built beside `index_dir` and renamed into place only when complete."""
-    from drmas.retrieval.index import validate_corpus
+    from drmas.retrieval.index import validate_corpus, work_dirs
 
     corpus = Path(corpus_jsonl).resolve()
     n_docs = validate_corpus(corpus)
     encoder = str(Path(encoder).resolve()) if Path(encoder).exists() else str(encoder)
     dimension = encoder_dimension(encoder)
     device = device or default_device()
-    index_dir = Path(index_dir).resolve()
-    index_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = index_dir.with_name(index_dir.name + ".input")
-    partial = index_dir.with_name(index_dir.name + ".partial")
-    for leftover in (staging, partial):
-        shutil.rmtree(leftover, ignore_errors=True)
-    staging.mkdir()
+    index_dir, staging, partial = work_dirs(index_dir)
     partial.mkdir()
     try:
         _write_inputs(corpus, staging / "corpus.jsonl", partial)
@@ -204,7 +198,7 @@ def make_query_encoder(encoder: str, device: str, max_length: int, prefix: str):
     return E5QueryEncoder()
 
 
-class DenseSearcher:
+class DenseSearcher(Searcher):
     """In-process dense search over a folder built by `build_dense_index`; like BM25Searcher.
 
     All encoder and FAISS calls run on one thread at a time (a lock): the service batches
@@ -242,15 +236,6 @@ class DenseSearcher:
     @property
     def num_docs(self) -> int:
         return int(self._searcher.num_docs)
-
-    def search(self, query: str, k: int = 3) -> list[Hit]:
-        return self.batch_search([query], k=k)[0]
-
-    def batch_search(self, queries: list[str], k: int = 3, threads: int = 1) -> list[list[Hit]]:
-        """Top-k hits per query, best first (a failed query gets [] and a logged warning)."""
-        hits, errors = self.search_checked(queries, k, threads)
-        warn_errors(errors)
-        return hits
 
     def search_checked(self, queries: list[str], k: int = 3, threads: int = 1
                        ) -> tuple[list[list[Hit]], dict[int, str]]:

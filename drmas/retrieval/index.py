@@ -125,13 +125,7 @@ def build_bm25_index(corpus_jsonl: str | Path, index_dir: str | Path, threads: i
     """
     corpus = Path(corpus_jsonl).resolve()
     n_docs = validate_corpus(corpus)
-    index_dir = Path(index_dir).resolve()
-    index_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = index_dir.with_name(index_dir.name + ".input")
-    partial = index_dir.with_name(index_dir.name + ".partial")
-    for leftover in (staging, partial):
-        shutil.rmtree(leftover, ignore_errors=True)
-    staging.mkdir()
+    index_dir, staging, partial = work_dirs(index_dir)
     try:
         (staging / "corpus.jsonl").symlink_to(corpus)
         output = _run_indexer(staging, partial, threads)
@@ -145,6 +139,20 @@ def build_bm25_index(corpus_jsonl: str | Path, index_dir: str | Path, threads: i
     partial.rename(index_dir)
     log.info("indexed %d documents of %s into %s", n_docs, corpus, index_dir)
     return index_dir
+
+
+def work_dirs(index_dir: str | Path) -> tuple[Path, Path, Path]:
+    """(index folder, its input staging folder, the folder the index is built in), the last
+    two fresh: an index is built beside its folder and renamed into place only when complete,
+    so a killed build never leaves a folder that looks like an index."""
+    index_dir = Path(index_dir).resolve()
+    index_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = index_dir.with_name(index_dir.name + ".input")
+    partial = index_dir.with_name(index_dir.name + ".partial")
+    for leftover in (staging, partial):
+        shutil.rmtree(leftover, ignore_errors=True)
+    staging.mkdir()
+    return index_dir, staging, partial
 
 
 def _run_indexer(input_dir: Path, index_dir: Path, threads: int) -> list[str]:

@@ -118,7 +118,28 @@ def _close_and_detach(searcher) -> None:
     jnius.detach()
 
 
-class BM25Searcher:
+class Searcher:
+    """What every retriever offers: `search_checked` (hits and per-query errors) is the one
+    a kind implements; `search` and `batch_search` follow from it."""
+
+    def search(self, query: str, k: int = 3) -> list[Hit]:
+        """Top-k hits for one query, best first (an empty or all-stopword query gives [])."""
+        return self.batch_search([query], k=k)[0]
+
+    def batch_search(self, queries: list[str], k: int = 3, threads: int = 1) -> list[list[Hit]]:
+        """Top-k hits for each query, in query order; `threads` search in parallel.
+
+        A query that cannot be searched gets [] and a logged warning (see `search_checked`)."""
+        hits, errors = self.search_checked(queries, k, threads)
+        warn_errors(errors)
+        return hits
+
+    def search_checked(self, queries: list[str], k: int = 3, threads: int = 1
+                       ) -> tuple[list[list[Hit]], dict[int, str]]:
+        raise NotImplementedError
+
+
+class BM25Searcher(Searcher):
     """In-process BM25 over a Lucene index built by `drmas.retrieval.index.build_index`.
 
     k1 = 0.9, b = 0.4 are Anserini's (and Search-R1's BM25 retriever's) defaults.
@@ -154,18 +175,6 @@ class BM25Searcher:
     @property
     def num_docs(self) -> int:
         return int(self._searcher.num_docs)
-
-    def search(self, query: str, k: int = 3) -> list[Hit]:
-        """Top-k hits for one query, best first (an empty or all-stopword query gives [])."""
-        return self.batch_search([query], k=k)[0]
-
-    def batch_search(self, queries: list[str], k: int = 3, threads: int = 1) -> list[list[Hit]]:
-        """Top-k hits for each query, in query order; `threads` Java threads search in parallel.
-
-        A query that cannot be searched gets [] and a logged warning (see `search_checked`)."""
-        hits, errors = self.search_checked(queries, k, threads)
-        warn_errors(errors)
-        return hits
 
     def search_checked(self, queries: list[str], k: int = 3, threads: int = 1
                        ) -> tuple[list[list[Hit]], dict[int, str]]:

@@ -65,7 +65,7 @@ class ProblemSampler:
 
 
 def episode_rows(episodes, team_rewards, penalty: float, agent_group: dict, n: int) -> list[dict]:
-    """One row per agent call (DESIGN, "Rollout row")."""
+    """One row per agent call (ARCHITECTURE.md, "Data contracts": rollout row)."""
     rows = []
     for e, (ep, reward) in enumerate(zip(episodes, team_rewards)):
         for t in ep.turns:
