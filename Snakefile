@@ -37,7 +37,7 @@ ASSIGNMENTS = list(dict.fromkeys(a for c in SUITE_CFG.values() for a in c.assign
 # The resolved config every job reads: written when the workflow starts running (never by
 # parsing or a dry run). It is not an input of any rule: reruns follow each rule's params.key.
 CONFIG = f"{RES}/config.yaml"
-METHODS = CFG.methods
+METHODS = list(dict.fromkeys(m for c in SUITE_CFG.values() for m in c.methods))
 SEEDS = CFG.seeds
 WATCHERS = []
 WATCH_INTERVAL = float(os.environ.get("DRMAS_WATCH_INTERVAL", 30))

@@ -208,6 +208,8 @@ class SuiteOverride:
     """Keys that replace the profile's own for one suite's jobs (merged key by key)."""
 
     assignments: list[str] | None = opt(None, "the assignments this suite runs (null = the profile's `assignments`)", minItems=1)
+    methods: list[str] | None = opt(None, "the methods this suite runs (null = the profile's `methods`)", minItems=1,
+                                    items={"type": "string", "pattern": "^[A-Za-z0-9_.-]+$"})
     tokenizer: dict = opt(factory=dict, partial=TokenizerConfig, help="tokenizer keys for this suite")
     warmstart: dict = opt(factory=dict, partial=WarmstartConfig, help="warm-start keys for this suite")
     train: dict = opt(factory=dict, partial=TrainConfig, help="train keys for this suite")
@@ -397,10 +399,14 @@ def _check_agent_blocks(raw: dict) -> None:
 
 
 def _check(raw: dict) -> None:
-    for name in raw.get("methods", []):
-        if name not in ESTIMATORS and name not in (raw.get("method_defs") or {}):
-            raise ConfigError(f"config: methods: {name!r} is neither an estimator "
-                              f"({', '.join(ESTIMATORS)}) nor defined in method_defs")
+    method_lists = [("methods", raw.get("methods", []))] + [
+        (f"suite_overrides.{s}.methods", o.get("methods") or [])
+        for s, o in (raw.get("suite_overrides") or {}).items() if isinstance(o, dict)]
+    for where, names in method_lists:
+        for name in names:
+            if name not in ESTIMATORS and name not in (raw.get("method_defs") or {}):
+                raise ConfigError(f"config: {where}: {name!r} is neither an estimator "
+                                  f"({', '.join(ESTIMATORS)}) nor defined in method_defs")
     if "base" in (raw.get("method_defs") or {}):
         raise ConfigError("config: method_defs.base: `base` names the models before RL")
     res = raw.get("resources", {})
@@ -626,6 +632,7 @@ def check_suites(cfg: Config, suites: dict[str, Suite], benchmarks: str | Path =
     from drmas.train.groups import plan_groups
 
     for name, suite in suites.items():        # agents sharing a model must agree on settings
+        suite.data_spec(cfg.dataset_key(name))
         scfg = cfg.for_suite(name)
         for assignment in scfg.assignments:
             for method in scfg.methods:

@@ -48,14 +48,16 @@ def models_of(wildcards):
 def scores_of(wildcards):
     """Every scores.json a suite's table needs: base and each method, per assignment and seed."""
     return expand(f"{RES}/evals/{wildcards.suite}/{{assignment}}/{{method}}/seed{{seed}}/scores.json",
-                  assignment=SUITE_CFG[wildcards.suite].assignments, method=["base"] + METHODS,
+                  assignment=SUITE_CFG[wildcards.suite].assignments,
+                  method=["base"] + SUITE_CFG[wildcards.suite].methods,
                   seed=SEEDS)
 
 
 def runs_of(wildcards):
     """Every RL run folder of a suite (their metrics.jsonl feed the figures)."""
     return expand(f"{RES}/runs/{wildcards.suite}/{{assignment}}/{{method}}/seed{{seed}}",
-                  assignment=SUITE_CFG[wildcards.suite].assignments, method=METHODS, seed=SEEDS)
+                  assignment=SUITE_CFG[wildcards.suite].assignments,
+                  method=SUITE_CFG[wildcards.suite].methods, seed=SEEDS)
 
 
 def base_twin_of(wildcards):
