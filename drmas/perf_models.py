@@ -13,27 +13,30 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
 
 from drmas.errors import ConfigError
 
-ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path("results/perf/models")
+# The default profile's model shapes (config/default.yaml, which an installed package does
+# not carry; tests/test_perf.py keeps the two equal).
+SHAPES = {
+    "small": {"kind": "tiny", "hidden_size": 128, "layers": 3, "heads": 2, "intermediate_size": 384},
+    "medium": {"kind": "tiny", "hidden_size": 192, "layers": 3, "heads": 3, "intermediate_size": 576},
+}
 
 
 def problems(seed: int = 0, n: int = 400) -> list[dict]:
     """Generated arithmetic problems (levels 1-2) with ids and gold answers."""
     from drmas.data.generators.arithmetic import generate
 
-    rows = generate({"arith-1": {"level": 1}, "arith-2": {"level": 2}}, n, 8, seed=seed)
+    rows = generate({"addsub-1": {"level": 1}, "addsub-2": {"level": 2}}, n, 8, seed=seed)
     return [r for r in rows if r["split"] == "train"]
 
 
 def default_spec(name: str) -> dict:
-    models = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())["models"]
-    if name not in models:
-        raise ConfigError(f"config/default.yaml has no model {name!r}; known: {', '.join(models)}")
-    return models[name]
+    if name not in SHAPES:
+        raise ConfigError(f"no default model shape {name!r}; known: {', '.join(SHAPES)}")
+    return SHAPES[name]
 
 
 def build_random(name: str, out: Path, seed: int = 0) -> Path:

@@ -100,9 +100,11 @@ def eval_key(cfg: Config, suite: Suite, assignment: str, method: str, seed: int)
 
 
 def report_key(cfg: Config, suite: Suite) -> dict:
-    """Tables and figures name the profile, the suite's title and the configured order."""
+    """Tables and figures name the profile, the suite's title and the configured order, and
+    depend on the spike rule and the bootstrap size."""
     return {"profile": cfg.profile, "title": suite.title, "assignments": cfg.assignments,
-            "methods": {m: cfg.label_of(m) for m in cfg.methods}, "seeds": cfg.seeds}
+            "methods": {m: cfg.label_of(m) for m in cfg.methods}, "seeds": cfg.seeds,
+            "report": dataclasses.asdict(cfg.report)}
 
 
 def changed_keys(old: Any, new: Any, prefix: str = "") -> list[str]:

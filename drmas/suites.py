@@ -50,7 +50,7 @@ class Suite:
 def suite_schema() -> dict:
     return {"$schema": "https://json-schema.org/draft/2020-12/schema",
             "title": "drmas benchmark suite",
-            "description": "Generated from drmas/config.py (Suite); do not edit.",
+            "description": "Generated from drmas/suites.py (Suite); do not edit.",
             **dataclass_schema(Suite)}
 
 

@@ -19,6 +19,8 @@ rule table:
                          category="Tables", subcategory="{suite}", labels={"suite": "{suite}", "table": "behaviour"}),
         stability=report(f"{RES}/tables/{{suite}}_stability.csv", caption=f"{CAPTIONS}/stability.rst",
                          category="Tables", subcategory="{suite}", labels={"suite": "{suite}", "table": "stability"}),
+        efficiency=report(f"{RES}/tables/{{suite}}_efficiency.csv", caption=f"{CAPTIONS}/efficiency.rst",
+                          category="Tables", subcategory="{suite}", labels={"suite": "{suite}", "table": "efficiency"}),
     log:
         f"{RES}/logs/report/{{suite}}_table.log",
     resources:

@@ -37,3 +37,17 @@ def test_bench_and_main_report(capsys):
     assert set(out["methods"]) == {"grpo", "drmas"}
     text = capsys.readouterr().out
     assert "rows/s" in text and "grpo" in text and "drmas" in text
+
+
+def test_perf_model_shapes_are_the_default_profiles():
+    """`drmas perf --model small|medium` builds the default profile's shapes from constants
+    (an installed package has no config/ folder): they must not drift from the profile."""
+    from pathlib import Path
+
+    import yaml
+
+    from drmas.perf_models import SHAPES
+
+    models = yaml.safe_load((Path(__file__).parent.parent / "config" / "default.yaml").read_text())["models"]
+    for name, shape in SHAPES.items():
+        assert {k: models[name][k] for k in shape} == shape

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import make_config, math_suite
 from drmas.cli import build_parser
-from drmas.report import stability
+from drmas.report import efficiency, stability
 from drmas.report.figures import FIGURES, caption, render, write_figures
 from drmas.report.intervals import N_BOOT, Interval
 from drmas.report.runs import load_runs
@@ -120,7 +120,13 @@ def fake_run(root, assignment, method, seed, norms, factors, steps=8):
                         "inflation_factor_max": factors[a] * 3, "num_groups": 4} for a in AGENTS}
             f.write(json.dumps({"step": step, "team_reward": {"mean": 0.1 * step + 0.01 * seed},
                                 "agents": agents, "adv_diag": diag,
-                                "groups": {"small": {"skipped_steps": int(step == 3)}}}) + "\n")
+                                "groups": {"small": {"skipped_steps": int(step == 3)}},
+                                # step 1 pays a one-off cost; seed 1 runs twice as slow
+                                "time": {"generate": (5.0 if step == 1 else 1.0) * (1 + seed),
+                                         "update": 0.5, "sync": 0.01, "total": 2.0 * (1 + seed)},
+                                "tokens_per_s": 100.0 * step,
+                                "memory": {"small": {"peak_rss_mb": 100.0 + step},
+                                           "big": {"peak_rss_mb": 300.0}}}) + "\n")
     return str(run)
 
 
@@ -169,6 +175,23 @@ def test_table_with_runs_writes_stability(tmp_path, runs):
     assert "training stability per agent" in md and "3 × the median of the earlier steps" in md
     csv = pd.read_csv(tmp_path / "t" / "math_stability.csv")
     assert {"solver spikes / run", "solver spikes / run lo", "verifier clip fraction (%)"} <= set(csv.columns)
+    eff = pd.read_csv(tmp_path / "t" / "math_efficiency.csv")
+    assert "time per training step and peak memory" in md
+    assert len(eff) == 4 and (eff["total (ms/step)"] == 3000.0).all()   # seeds: 2000 and 4000 ms
+
+
+def test_efficiency_against_hand_values(runs):
+    grpo = [r for r in runs if "/shared/grpo/" in r]
+    seed0, seed1 = (efficiency.run_efficiency(r) for r in grpo)
+    # medians over 8 steps: generate 1.0 s (step 1's 5.0 s ignored), tokens 450/s
+    assert seed0["generate"] == pytest.approx(1000.0) and seed1["generate"] == pytest.approx(2000.0)
+    assert seed0["tokens_per_s"] == pytest.approx(450.0)
+    assert (seed0["peak_max_mb"], seed0["peak_sum_mb"]) == (300.0, 408.0)   # last step: 108 + 300
+    table = efficiency.efficiency_table(runs, n_boot=200, assignments=["shared", "nonshared"])
+    cell = table.loc[("shared", "grpo"), ("", "generate (ms/step)")]
+    assert (cell.mean, cell.seeds) == (pytest.approx(1500.0), 2) and cell.lo >= 1000.0
+    assert table.index.tolist() == [("shared", "grpo"), ("shared", "drmas"),
+                                    ("nonshared", "grpo"), ("nonshared", "drmas")]
 
 
 def _colors(handles_and_labels) -> dict:

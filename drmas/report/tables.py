@@ -21,7 +21,7 @@ from drmas.config import Config
 from drmas.suites import Suite
 from drmas.errors import DataError
 from drmas.metrics import problem_values
-from drmas.report import stability
+from drmas.report import efficiency, stability
 from drmas.report.intervals import N_BOOT, Interval, crossed_bootstrap, paired_bootstrap
 from drmas.report import style
 from drmas.report.style import DELTA_LABEL, METHOD_LABEL, METHOD_ORDER
@@ -250,8 +250,8 @@ def write_table(cfg: Config, suite: Suite, score_files: list[str], out: str,
                 run_dirs: list[str] | None = None, spike_k: float = stability.SPIKE_K,
                 n_boot: int = N_BOOT) -> pd.DataFrame:
     """`<out>.md` (all sections), `<out>.csv` and `<out>.tex` (main table), and beside them
-    `<out>_behaviour.csv` (when the scores carry routing stats) and `<out>_stability.csv`
-    (when run folders are given)."""
+    `<out>_behaviour.csv` (when the scores carry routing stats), `<out>_stability.csv` and
+    `<out>_efficiency.csv` (when run folders are given)."""
     style.use_config(cfg)
     scores = read_scores(score_files)
     wide = build_table(collect(scores), cfg.assignments, n_boot=n_boot)
@@ -283,6 +283,15 @@ def write_table(cfg: Config, suite: Suite, score_files: list[str], out: str,
                                  f"profile {cfg.profile}", [stability.note(spike_k, n_boot)])
         as_numbers(stab).to_csv(out_path.with_name(out_path.name + "_stability.csv"),
                                 float_format="%.4f")
+        eff = efficiency.efficiency_table(run_dirs, n_boot=n_boot, assignments=cfg.assignments)
+        if not len(eff.columns):
+            raise DataError("the run folders' metrics.jsonl carry no phase timings or memory "
+                            "(`time`, `memory`): written by an older drmas? Rerun the training")
+        eff = eff.rename(index=lambda m: METHOD_LABEL.get(m, m), level="method")
+        md += "\n" + to_markdown(eff, f"{name} [{suite.name}]: time per training step and peak "
+                                 f"memory, profile {cfg.profile}", [efficiency.note(n_boot)])
+        as_numbers(eff).to_csv(out_path.with_name(out_path.name + "_efficiency.csv"),
+                               float_format="%.2f")
     out_path.with_suffix(".md").write_text(md)
     as_numbers(wide).to_csv(out_path.with_suffix(".csv"), float_format="%.2f")
     tex = as_text(wide).to_latex(caption=title, label=f"tab:{suite.name}")

@@ -1,0 +1,92 @@
+"""Efficiency per assignment: where a training step's time goes and how much memory it takes.
+
+The paper claims that heterogeneous assignments (a larger model only where it matters) stay
+effective "while improving efficiency". This table reads what every run already logs per
+step in `metrics.jsonl`:
+- `time.<phase>`: wall seconds of the step's phases, measured by the driver: `generate`
+  (rollouts, all agents), `reward`, `advantages`, `update` (PPO mini-updates of every worker
+  group), `sync` (weights pushed to the rollout engines), `total` (the whole step);
+- `tokens_per_s`: generated tokens per second of `generate`;
+- `memory.<group>`: each worker group's peak memory so far (`peak_rss_mb`: the resident set
+  of its process on a CPU; `peak_mem_mb`: torch's peak allocation on a GPU).
+
+Per run a phase counts as its median over steps (the first step pays one-off costs such as
+compiling and allocating; a median ignores it without a rule for which steps to drop), the
+memory as its value at the last step: the largest group's peak and the sum over groups (what
+the run needs at once when every group lives on the same machine). Cells are means over
+seeds with a 95% bootstrap interval over seeds (`intervals.seed_bootstrap`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from drmas.errors import DataError
+from drmas.report.intervals import N_BOOT, seed_bootstrap
+from drmas.report.style import METHOD_ORDER
+
+PHASES = ["generate", "update", "sync", "total"]
+COLUMNS = {**{p: f"{p} (ms/step)" for p in PHASES},
+           "tokens_per_s": "rollout tokens/s",
+           "peak_max_mb": "peak memory, largest group (MB)",
+           "peak_sum_mb": "peak memory, all groups (MB)"}
+
+
+def _peaks(memory: dict) -> list[float]:
+    return [float(v) for g in (memory or {}).values() for k, v in g.items()
+            if k in ("peak_rss_mb", "peak_mem_mb") and isinstance(v, (int, float))]
+
+
+def run_efficiency(run: str | Path) -> dict:
+    """One run's numbers (see the module docstring), with its assignment, method and seed."""
+    run = Path(run)
+    try:
+        meta = yaml.safe_load((run / "config.yaml").read_text())
+        steps = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    except FileNotFoundError as e:
+        raise DataError(f"run folder {run} lacks {Path(e.filename).name}") from None
+    if not steps:
+        raise DataError(f"run folder {run}: metrics.jsonl has no steps")
+    row = {"assignment": meta["assignment"], "method": meta["method"], "seed": meta["seed"]}
+    for phase in PHASES:
+        times = [m["time"][phase] for m in steps if phase in m.get("time", {})]
+        row[phase] = 1e3 * float(np.median(times)) if times else np.nan
+    rates = [m["tokens_per_s"] for m in steps if isinstance(m.get("tokens_per_s"), (int, float))]
+    row["tokens_per_s"] = float(np.median(rates)) if rates else np.nan
+    peaks = _peaks(steps[-1].get("memory"))
+    row["peak_max_mb"] = max(peaks) if peaks else np.nan
+    row["peak_sum_mb"] = sum(peaks) if peaks else np.nan
+    return row
+
+
+def efficiency_table(run_dirs: list[str], n_boot: int = N_BOOT,
+                     assignments: list[str] = ()) -> pd.DataFrame:
+    """Rows (assignment, method) in the order of `assignments` and the paper's order of
+    methods; columns `COLUMNS` holding `Interval`s over seeds."""
+    runs = pd.DataFrame([run_efficiency(r) for r in run_dirs])
+    cells = {}
+    for (assignment, method), group in runs.groupby(["assignment", "method"], sort=False):
+        cells[(assignment, method)] = {
+            ("", label): seed_bootstrap(group[key].to_numpy(), n_boot=n_boot)
+            for key, label in COLUMNS.items() if group[key].notna().all()}
+    order = sorted(cells, key=lambda i: (list(assignments).index(i[0]) if i[0] in assignments
+                                         else len(assignments), METHOD_ORDER.get(i[1], 9), i))
+    table = pd.DataFrame.from_dict({i: cells[i] for i in order}, orient="index")
+    table.index.names = ["assignment", "method"]
+    if len(table.columns):
+        table.columns = pd.MultiIndex.from_tuples(table.columns)
+    return table
+
+
+def note(n_boot: int = N_BOOT) -> str:
+    """What the efficiency table's cells mean (printed under it)."""
+    return ("Per run: each phase's median wall time over steps (ms), the median rollout throughput, "
+            "and the worker groups' peak memory at the last step (CPU: resident set per "
+            "process; GPU: torch's peak allocation). Cells: mean over seeds [95% bootstrap "
+            f"interval over seeds, {n_boot} replicates; one seed: the value alone]. Times "
+            "depend on the machine and its load: compare rows of one table only.")
