@@ -90,4 +90,27 @@ class Compact(PromptSet):
                 f"Check it. Reply <verify>approve</verify> or <verify>reject</verify>.")
 
 
-PROMPT_SETS = {"compact": Compact(), "upstream": Upstream()}
+class Smol(PromptSet):
+    """For a small pretrained chat model (SmolLM2-135M-Instruct): its own chat template's
+    system prompt, the problem first, then one instruction that shows the output format by
+    example. Under `upstream` this model answers the team framing ("I'm ready to assist
+    you") and boxes 10% of its solutions; under `compact` it reasons but boxes none (see
+    README, "The smol profile")."""
+
+    name = "smol"
+    solve = "Solve the problem step by step. Put your final answer in \\boxed{}, for example: \\boxed{42}."
+
+    def solver(self, ep: Episode) -> str:
+        question, attempts = ep.problem["question"], solver_attempts(ep)
+        if not attempts:
+            return f"{question}\n\n{self.solve}"
+        return (f"{question}\n\nThis solution was checked and rejected:\n{attempts[-1]}\n\n"
+                f"{self.solve}")
+
+    def verifier(self, ep: Episode) -> str:
+        return (f"Problem: {ep.problem['question']}\n\nSolution: {solver_attempts(ep)[-1]}\n\n"
+                "Is this solution correct? Reply with one line: <verify>approve</verify> if it "
+                "is correct, <verify>reject</verify> if it is wrong.")
+
+
+PROMPT_SETS = {"compact": Compact(), "upstream": Upstream(), "smol": Smol()}
