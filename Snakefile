@@ -7,6 +7,7 @@
 # `params.key` is the slice of the config its job reads (drmas/stages.py): a change reruns
 # exactly the jobs whose slice changed. See ARCHITECTURE.md, "Reruns".
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -20,6 +21,7 @@ min_version("9.0")
 try:
     from drmas.config import check_suites, load_suite, suite_path, workflow_config
     from drmas import stages
+    from drmas.report.figures import FIGURES
 
     CFG = workflow_config(workflow.config_settings.configfiles,
                           workflow.config_settings.config_args or [])
@@ -30,12 +32,13 @@ except Exception as exc:  # drmas ConfigError (one line naming the key) or anyth
     sys.exit(2)
 
 RES = f"results/{CFG.profile}"
+SUITE_CFG = {name: CFG.for_suite(name) for name in SUITES}    # e.g. per-suite assignments
+ASSIGNMENTS = list(dict.fromkeys(a for c in SUITE_CFG.values() for a in c.assignments))
 # The resolved config every job reads: written when the workflow starts running (never by
 # parsing or a dry run). It is not an input of any rule: reruns follow each rule's params.key.
 CONFIG = f"{RES}/config.yaml"
-METHODS = CFG.methods
+METHODS = list(dict.fromkeys(m for c in SUITE_CFG.values() for m in c.methods))
 SEEDS = CFG.seeds
-FIGURES = ["grad_norm", "team_reward", "theory_check"]
 WATCHERS = []
 WATCH_INTERVAL = float(os.environ.get("DRMAS_WATCH_INTERVAL", 30))
 
@@ -66,8 +69,8 @@ onerror:
 
 wildcard_constraints:
     suite="|".join(SUITES),
-    assignment="|".join(CFG.assignments),
-    method="|".join(METHODS),
+    assignment="|".join(ASSIGNMENTS),
+    method="|".join(re.escape(m) for m in METHODS),
     seed=r"\d+",
     model="|".join(CFG.models),
 

@@ -15,7 +15,7 @@ from drmas.errors import DataError
 
 SCORE_KEYS = ("meta", "n", "per_source", "macro")
 RUN_META_KEYS = ("assignment", "method", "seed")
-METRIC_KEYS = ("step", "agents", "team_reward", "theory")
+METRIC_KEYS = ("step", "agents", "team_reward", "adv_diag")
 
 
 def _meta_problem(meta, keys=RUN_META_KEYS) -> str | None:
@@ -58,9 +58,9 @@ def check_run(run) -> None:
         raise DataError(f"{run / 'metrics.jsonl'}: no metrics (the run has not trained a step)")
     for i, m in enumerate(lines, start=1):
         if not (isinstance(m["agents"], dict) and isinstance(m["team_reward"], dict)
-                and isinstance(m["theory"], dict)):
+                and isinstance(m["adv_diag"], dict)):
             raise DataError(f"{run / 'metrics.jsonl'}: line {i}: agents, team_reward and "
-                            "theory must be objects")
+                            "adv_diag must be objects")
 
 
 def check_trained_run(run) -> str:

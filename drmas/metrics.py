@@ -55,7 +55,9 @@ def aggregate(samples: pd.DataFrame, k: int, threshold: float = SUCCESS_THRESHOL
     the paper) and each problem needs n >= k samples.
 
     ``overall`` weights every problem once across sources; ``macro`` is the plain mean of
-    the per-source numbers (the "Avg" column of the paper's tables).
+    the per-source numbers (the "Avg" column of the paper's tables). ``per_problem`` keeps
+    each problem's ``[n, c]`` (samples, successes) per source: the tables' confidence
+    intervals resample problems (`problem_values` turns them back into avg@k / pass@k).
     """
     missing = {"data_source", "problem_id"} - set(samples.columns)
     if "success" not in samples.columns and "score" not in samples.columns:
@@ -94,4 +96,15 @@ def aggregate(samples: pd.DataFrame, k: int, threshold: float = SUCCESS_THRESHOL
         pass_key: sum(v[pass_key] for v in per_source.values()) / len(per_source),
         "n_sources": len(per_source),
     }
-    return {"per_source": per_source, "overall": summary(per_problem), "macro": macro}
+    counts = {str(src): {str(pid): [int(n), int(c)] for pid, n, c in
+                         zip(frame["problem_id"], frame["size"], frame["sum"])}
+              for src, frame in per_problem.groupby("data_source")}
+    return {"per_source": per_source, "overall": summary(per_problem), "macro": macro,
+            "per_problem": counts}
+
+
+def problem_values(counts: dict[str, list[int]], k: int) -> dict[str, dict[str, float]]:
+    """{metric: {problem_id: value}} from one source's ``per_problem`` counts: avg@k = c/n
+    and the unbiased pass@k, exactly as `aggregate` computed the source's means."""
+    return {f"avg@{k}": {pid: c / n for pid, (n, c) in counts.items()},
+            f"pass@{k}": {pid: pass_at_k(n, c, k) for pid, (n, c) in counts.items()}}

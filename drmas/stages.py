@@ -43,6 +43,13 @@ def prepare_key(cfg: Config, suite: Suite) -> dict:
     return {"datasets": suite.data_spec(cfg.dataset_key(suite.name)), "generator_seed": 0}
 
 
+def index_key(cfg: Config) -> dict:
+    """A search index depends on its corpus (an input file) and on how it encodes it."""
+    r = cfg.retrieval
+    return {"kind": r.kind} if r.kind == "bm25" else {"kind": r.kind, "encoder": r.encoder,
+                                                      "max_length": r.max_length}
+
+
 def tokenizer_key(cfg: Config, suite: Suite) -> dict:
     """The tokenizer is trained on the demonstrations' text (their prompts and mistakes)."""
     c = cfg.for_suite(suite.name)
@@ -66,9 +73,10 @@ def _models_of(cfg: Config, suite: Suite, assignment: str) -> dict:
 def train_key(cfg: Config, suite: Suite, assignment: str, method: str, seed: int) -> dict:
     """A run's identity: everything that decides which weights it ends with. For tiny
     models the warm-start key is part of it (other warm-start weights, another run)."""
-    c = cfg.for_suite(suite.name)
-    key = {"suite": suite.name, "assignment": assignment, "method": method, "seed": int(seed),
-           "mas": suite.mas_keys(), **_models_of(c, suite, assignment),
+    c = cfg.for_suite(suite.name).for_method(method)
+    key = {"suite": suite.name, "assignment": assignment, "method": method,
+           "estimator": c.method(method).estimator, "seed": int(seed),
+           "prompt_set": c.prompt_set, "mas": suite.mas_keys(), **_models_of(c, suite, assignment),
            "train": {a: _plain(c.agent_train(a)) for a in suite.agents}}
     key["warmstart"] = {m: warmstart_key(cfg, suite, m)["warmstart"]
                         for m, spec in key["models"].items() if spec["kind"] == "tiny"}
@@ -79,7 +87,10 @@ def eval_key(cfg: Config, suite: Suite, assignment: str, method: str, seed: int)
     """What an evaluation reads besides its inputs' files: sampling settings, the problems
     cap, each agent's response budget, the MAS; for base rows, the models."""
     c = cfg.for_suite(suite.name)
+    if method != "base":
+        c = c.for_method(method)
     key = {"eval": _plain(c.eval), "seed": int(seed), "mas": suite.mas_keys(),
+           "prompt_set": c.prompt_set,
            "max_response_tokens": {a: c.agent_train(a).max_response_tokens for a in suite.agents},
            "datasets": suite.data_spec(cfg.dataset_key(suite.name))}
     if method == "base":
@@ -90,7 +101,7 @@ def eval_key(cfg: Config, suite: Suite, assignment: str, method: str, seed: int)
 def report_key(cfg: Config, suite: Suite) -> dict:
     """Tables and figures name the profile, the suite's title and the configured order."""
     return {"profile": cfg.profile, "title": suite.title, "assignments": cfg.assignments,
-            "methods": cfg.methods, "seeds": cfg.seeds}
+            "methods": {m: cfg.label_of(m) for m in cfg.methods}, "seeds": cfg.seeds}
 
 
 def changed_keys(old: Any, new: Any, prefix: str = "") -> list[str]:

@@ -27,6 +27,16 @@ def key_of(stage):
     return key
 
 
+def index_flags(wildcards):
+    """`drmas index` options from the config's `retrieval:` block."""
+    r = CFG.retrieval
+    if r.kind == "bm25":
+        return "--kind bm25"
+    flags = (f"--kind dense --encoder {r.encoder} --batch-size {r.encode_batch_size} "
+             f"--max-length {r.max_length}")
+    return flags + (f" --device {r.device}" if r.device else "")
+
+
 def models_of(wildcards):
     """Warm-started model folders an assignment needs (pretrained models need none)."""
     spec = CFG.assignment(wildcards.assignment)
@@ -38,19 +48,22 @@ def models_of(wildcards):
 def scores_of(wildcards):
     """Every scores.json a suite's table needs: base and each method, per assignment and seed."""
     return expand(f"{RES}/evals/{wildcards.suite}/{{assignment}}/{{method}}/seed{{seed}}/scores.json",
-                  assignment=CFG.assignments, method=["base"] + METHODS, seed=SEEDS)
+                  assignment=SUITE_CFG[wildcards.suite].assignments,
+                  method=["base"] + SUITE_CFG[wildcards.suite].methods,
+                  seed=SEEDS)
 
 
 def runs_of(wildcards):
     """Every RL run folder of a suite (their metrics.jsonl feed the figures)."""
     return expand(f"{RES}/runs/{wildcards.suite}/{{assignment}}/{{method}}/seed{{seed}}",
-                  assignment=CFG.assignments, method=METHODS, seed=SEEDS)
+                  assignment=SUITE_CFG[wildcards.suite].assignments,
+                  method=SUITE_CFG[wildcards.suite].methods, seed=SEEDS)
 
 
 def base_twin_of(wildcards):
     """The twin's base scores.json when an earlier assignment plays the same base models
     (drmas.config.Config.base_twin): that evaluation is copied, not run again."""
-    twin = CFG.base_twin(wildcards.assignment, SUITES[wildcards.suite].agents)
+    twin = SUITE_CFG[wildcards.suite].base_twin(wildcards.assignment, SUITES[wildcards.suite].agents)
     if twin is None:
         return []
     return [f"{RES}/evals/{wildcards.suite}/{twin}/base/seed{wildcards.seed}/scores.json"]

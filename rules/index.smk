@@ -1,4 +1,5 @@
-# BM25 search index of a searching suite's corpus (drmas/retrieval/index.py).
+# Search index of a searching suite's corpus (drmas/retrieval/): BM25, or dense (an e5-style
+# encoder and a FAISS flat index) with `retrieval: {kind: dense, encoder: ...}`.
 # The corpus is the generated knowledge base (default profile) or a local wiki-18 JSONL (paper).
 
 
@@ -20,7 +21,11 @@ rule index:
     # free at once, which in a busy workflow is the end. wiki-18 (21M passages) wants more:
     # `snakemake --set-threads index=16`.
     threads: CFG.threads
+    params:
+        key=lambda wc: stages.as_param(stages.index_key(CFG)),
+        flags=index_flags,
     conda:
         "../envs/drmas.yaml"
     shell:
-        "drmas index --corpus {input.corpus} --out {output} --threads {threads} > {log} 2>&1"
+        "drmas index --corpus {input.corpus} --out {output} --threads {threads} {params.flags} "
+        "> {log} 2>&1"

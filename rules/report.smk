@@ -9,6 +9,7 @@ CAPTIONS = str(importlib.resources.files("drmas.report") / "captions")
 rule table:
     input:
         scores=scores_of,
+        runs=runs_of,
     output:
         md=f"{RES}/tables/{{suite}}.md",
         tex=f"{RES}/tables/{{suite}}.tex",
@@ -16,6 +17,8 @@ rule table:
                    category="Tables", subcategory="{suite}", labels={"suite": "{suite}", "table": "avg@n / pass@n"}),
         behaviour=report(f"{RES}/tables/{{suite}}_behaviour.csv", caption=f"{CAPTIONS}/behaviour.rst",
                          category="Tables", subcategory="{suite}", labels={"suite": "{suite}", "table": "behaviour"}),
+        stability=report(f"{RES}/tables/{{suite}}_stability.csv", caption=f"{CAPTIONS}/stability.rst",
+                         category="Tables", subcategory="{suite}", labels={"suite": "{suite}", "table": "stability"}),
     log:
         f"{RES}/logs/report/{{suite}}_table.log",
     resources:
@@ -31,19 +34,18 @@ rule table:
         "../envs/drmas.yaml"
     shell:
         "drmas table --config {params.config} --suite {params.suite} --scores {input.scores} "
-        "--out {params.out} > {log} 2>&1"
+        "--runs {input.runs} --out {params.out} > {log} 2>&1"
 
 
 rule figures:
     input:
         runs=runs_of,
     output:
-        grad_norm=report(f"{RES}/figures/{{suite}}_grad_norm.png", caption=f"{CAPTIONS}/grad_norm.rst",
-                         category="Figures", subcategory="{suite}", labels={"suite": "{suite}", "figure": "grad norm"}),
-        team_reward=report(f"{RES}/figures/{{suite}}_team_reward.png", caption=f"{CAPTIONS}/team_reward.rst",
-                           category="Figures", subcategory="{suite}", labels={"suite": "{suite}", "figure": "team reward"}),
-        theory_check=report(f"{RES}/figures/{{suite}}_theory_check.png", caption=f"{CAPTIONS}/theory_check.rst",
-                            category="Figures", subcategory="{suite}", labels={"suite": "{suite}", "figure": "theory check"}),
+        # one figure per name in drmas.report.figures.FIGURES, each with its caption
+        **{fig: report(f"{RES}/figures/{{suite}}_{fig}.png", caption=f"{CAPTIONS}/{fig}.rst",
+                       category="Figures", subcategory="{suite}",
+                       labels={"suite": "{suite}", "figure": fig.replace("_", " ")})
+           for fig in FIGURES},
         theory_csv=f"{RES}/figures/{{suite}}_theory_check.csv",
     log:
         f"{RES}/logs/report/{{suite}}_figures.log",
@@ -55,7 +57,7 @@ rule figures:
         config=CONFIG,
         key=key_of("report"),
         suite=suite_file,
-        out=lambda wc, output: str(Path(output.grad_norm).parent),
+        out=lambda wc, output: str(Path(output[0]).parent),
     conda:
         "../envs/drmas.yaml"
     shell:

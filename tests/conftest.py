@@ -103,7 +103,7 @@ def make_config(model_path, **train):
     raw = {
         "profile": "test", "seeds": [0], "suites": ["math"], "methods": ["grpo", "drmas"],
         "assignments": ["shared", "nonshared"],
-        "models": {"small": {"kind": "pretrained", "path": str(model_path)}},
+        "models": {"small": {"kind": "pretrained", "path": str(model_path), "dtype": "float32"}},
         "assignment_defs": {"shared": {"share": True, "models": {"default": "small"}},
                             "nonshared": {"share": False, "models": {"default": "small"}}},
         "train": {"steps": 2, "prompts_per_step": 2, "group_n": 4, "ppo_mini_batches": 1,
@@ -127,7 +127,8 @@ def math_suite(**over):
 
 
 # Modules whose tests start a JVM (pyserini) inside the pytest process.
-JVM_MODULES = {"test_knowledge", "test_retrieval", "test_retrieval_service", "test_search_traces"}
+JVM_MODULES = {"test_knowledge", "test_retrieval", "test_retrieval_service", "test_retrieval_faults",
+               "test_retrieval_dense", "test_search_traces"}
 
 
 def pytest_collection_modifyitems(items):

@@ -12,7 +12,8 @@ from drmas.algos.advantages import (
     METHODS,
     compute_advantages,
     dense_codes,
-    group_stats,
+    DIAG_KEYS,
+    lemma_diagnostics,
     method_modes,
 )
 from drmas.errors import ConfigError
@@ -219,31 +220,88 @@ def test_dense_codes():
     assert codes.tolist() == [0, 1, 0] and [str(u) for u in uniques] == ["v", "s"]
 
 
-def test_group_stats_hand_example():
-    out = group_stats(**HAND)
-    # global: mean of trajectory means 0.475, std 0.475 sqrt2 (sigma^2 = 0.45125)
-    assert out["global"]["mean"] == pytest.approx(0.475)
-    assert out["global"]["std"] == pytest.approx(0.475 * SQ2)
-    sol, ver = out["agents"]["solver"], out["agents"]["verifier"]
-    assert (sol["mean"], sol["std"]) == pytest.approx((0.5, 0.5 * SQ2))
-    # factor = (sigma_k^2 + (mu_k - mu)^2) / sigma^2
-    assert sol["factor"] == pytest.approx((0.5 + 0.025**2) / 0.45125)
-    assert ver["factor"] == pytest.approx((0.405 + 0.025**2) / 0.45125)
-    assert sol["n_groups"] == ver["n_groups"] == out["global"]["n_groups"] == 1
+def diagnostics_reference(scores, uid, traj, agent, informative_only):
+    """Plain loop in the paper code's style: dicts of lists per uid and per (uid, agent),
+    then one (gap, var_ratio, inflation) per group, then numpy summaries per agent."""
+    uid, traj, agent = (_plain(x) for x in (uid, traj, agent))
+    scores = [float(s) for s in scores]
+    per_traj, per_agent = {}, {}
+    for s, u, t, a in zip(scores, uid, traj, agent):
+        per_traj.setdefault((u, t), []).append(s)
+        per_agent.setdefault((u, a), []).append(s)
+    per_uid = {}
+    for (u, _t), vals in per_traj.items():
+        per_uid.setdefault(u, []).append(statistics.fmean(vals))
+
+    def stats(vals):
+        return (0.0, 1.0) if len(vals) == 1 else (statistics.fmean(vals), statistics.stdev(vals))
+
+    found = {}
+    for (u, a), vals in per_agent.items():
+        found.setdefault(str(a), [])
+        mu, sd = stats(per_uid[u])
+        mu_k, sd_k = stats(vals)
+        if informative_only and (len(per_uid[u]) < 2 or sd == 0 or len(vals) < 2):
+            continue
+        gap = mu_k - mu
+        found[str(a)].append((gap, sd_k**2 / (sd**2 + 1e-12), (sd_k**2 + gap**2) / (sd**2 + 1e-12)))
+    out = {}
+    for a, groups in found.items():
+        if not groups:
+            out[a] = {"num_groups": 0}
+            continue
+        g, v, f = (np.array(col) for col in zip(*groups))
+        out[a] = dict(zip(DIAG_KEYS, (g.mean(), abs(g).mean(), abs(g).max(), v.mean(), v.min(),
+                                      v.max(), f.mean(), np.percentile(f, 95), f.max())))
+        out[a]["num_groups"] = len(groups)
+    return out
 
 
-def test_group_stats_skips_uninformative_groups():
-    scores = HAND["scores"] + [1.0, 1.0] + [0.3, 0.7]
-    uid = HAND["uid"] + ["flat", "flat"] + ["r", "r"]
-    traj = HAND["traj_uid"] + [0, 1] + [0, 1]
-    agent = HAND["agent"] + ["solver", "solver"] + ["solver", "solver"]
-    out = group_stats(scores, uid, traj, agent)
-    # "flat" has sigma = 0: skipped; "r" counts for the solver only (no verifier rows)
-    assert out["global"]["n_groups"] == 2
-    assert out["agents"]["solver"]["n_groups"] == 2
-    assert out["agents"]["verifier"]["n_groups"] == 1
-    # in "r" the solver is the only agent: its factor is exactly 1
-    expected = ((0.5 + 0.025**2) / 0.45125 + 1.0) / 2
-    assert out["agents"]["solver"]["factor"] == pytest.approx(expected)
-    lonely = group_stats([1.0, 0.0], ["q", "q"], [0, 1], ["s", "v"])
-    assert lonely["agents"]["s"]["n_groups"] == 0 and math.isnan(lonely["agents"]["s"]["factor"])
+@pytest.mark.parametrize("informative_only", [True, False])
+def test_lemma_diagnostics_match_loop_reference(informative_only):
+    rng = random.Random(int(informative_only))
+    for _ in range(200):
+        case = random_case(rng)
+        got = lemma_diagnostics(*case, informative_only=informative_only)
+        want = diagnostics_reference(*case, informative_only)
+        assert set(got) == set(want)
+        for a, stats in want.items():
+            assert got[a].keys() == stats.keys()
+            for key, value in stats.items():
+                assert got[a][key] == pytest.approx(value, rel=1e-9, abs=1e-9), (a, key)
+
+
+def test_lemma_diagnostics_hand_example():
+    out = lemma_diagnostics(**HAND)
+    # global: trajectory means {0.95, 0}: mu 0.475, sigma^2 = 0.45125; solver {1, 0}: mu_k 0.5,
+    # sigma_k^2 0.5; verifier {0.9, 0}: 0.45, 0.405
+    sol, ver = out["solver"], out["verifier"]
+    assert sol["mean_gap_mean"] == pytest.approx(0.025)
+    assert ver["mean_gap_mean"] == pytest.approx(-0.025)
+    assert sol["var_ratio_max"] == pytest.approx(0.5 / 0.45125)
+    assert sol["inflation_factor_mean"] == pytest.approx((0.5 + 0.025**2) / 0.45125)
+    assert ver["inflation_factor_p95"] == pytest.approx((0.405 + 0.025**2) / 0.45125)
+    assert sol["num_groups"] == ver["num_groups"] == 1
+    assert lemma_diagnostics([], [], [], []) == {}
+
+
+def test_lemma_diagnostics_skip_uninformative_groups():
+    scores = HAND["scores"] + [1.0, 1.0] + [0.3, 0.7] + [1.0, 0.0]
+    uid = HAND["uid"] + ["flat", "flat"] + ["r", "r"] + ["one", "one"]
+    traj = HAND["traj_uid"] + [0, 1] + [0, 1] + [0, 1]
+    agent = HAND["agent"] + ["solver", "solver"] + ["solver", "solver"] + ["solver", "verifier"]
+    out = lemma_diagnostics(scores, uid, traj, agent)
+    # "flat" has sigma = 0 and "one" holds one row per agent: both skipped; in "r" the solver
+    # is the only agent, so its factor is exactly 1
+    assert out["solver"]["num_groups"] == 2 and out["verifier"]["num_groups"] == 1
+    hand = (0.5 + 0.025**2) / 0.45125
+    assert out["solver"]["inflation_factor_mean"] == pytest.approx((hand + 1) / 2)
+    assert out["solver"]["inflation_factor_max"] == pytest.approx(hand)
+    # the paper code's view keeps them: in "one" (sigma^2 = 0.5) the verifier's pool of one
+    # counts as mu_k = 0, sigma_k = 1: inflation (1 + 0.5^2) / 0.5
+    raw = lemma_diagnostics(scores, uid, traj, agent, informative_only=False)
+    assert raw["solver"]["num_groups"] == 4 and raw["verifier"]["num_groups"] == 2
+    assert raw["verifier"]["inflation_factor_max"] == pytest.approx((1 + 0.5**2) / 0.5)
+    lonely = lemma_diagnostics([1.0, 0.0], ["q", "q"], [0, 1], ["s", "v"])
+    assert lonely == {"s": {"num_groups": 0}, "v": {"num_groups": 0}}
+

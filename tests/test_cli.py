@@ -84,6 +84,6 @@ def test_prepare_writes_valid_splits(tmp_path):
     from drmas.data.io import read_jsonl
 
     train, test = read_jsonl(tmp_path / "train.jsonl"), read_jsonl(tmp_path / "test.jsonl")
-    assert {r["data_source"] for r in test} == {"arith-1", "arith-2", "arith-3"}
+    assert {r["data_source"] for r in test} == {"addsub-1", "addsub-2", "mul-addsub"}
     assert len(test) == 3 * 40 and len(train) >= 4000
     assert not {r["question"] for r in train} & {r["question"] for r in test}

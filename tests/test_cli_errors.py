@@ -92,7 +92,7 @@ def make_run(path: Path, metrics: str | None = "default", final: bool = True) ->
     (path / "config.yaml").write_text("assignment: shared\nmethod: grpo\nseed: 0\n")
     if metrics == "default":
         metrics = json.dumps({"step": 1, "agents": {}, "team_reward": {"mean": 0.0},
-                              "theory": {"agents": {}}}) + "\n"
+                              "adv_diag": {}}) + "\n"
     if metrics is not None:
         (path / "metrics.jsonl").write_text(metrics)
     return path
@@ -118,7 +118,7 @@ PLOT_CASES = {
                                    "starting at, column 13)"),
     "metrics without theory": (lambda t: make_run(t / "r", metrics='{"step": 1, "agents": {}, '
                                                   '"team_reward": {}}\n'),
-                               lambda r: f"{r}/metrics.jsonl:1: missing field(s) theory"),
+                               lambda r: f"{r}/metrics.jsonl:1: missing field(s) adv_diag"),
 }
 
 
@@ -193,9 +193,9 @@ def test_warmstart_unknown_model_or_missing_tokenizer(tmp_path, capsys):
     (["perf", "advantages", "--rows", "many"], "drmas perf: error: argument --rows: not an integer: "
                                                "'many' (see `drmas perf --help`)"),
     (["perf", "latency"], "drmas perf: error: argument what: invalid choice: 'latency' (choose "
-                          "from 'advantages') (see `drmas perf --help`)"),
+                          "from 'advantages', ...) (see `drmas perf --help`)"),
     (["serve", "--index", "x", "--port", "70000"], "drmas serve: error: argument --port: must be "
-                                                   "between 1 and 65535, got 70000 (see `drmas "
+                                                   "between 0 and 65535, got 70000 (see `drmas "
                                                    "serve --help`)"),
     (["train", *SUITE], "drmas train: error: the following arguments are required: --data, "
                         "--assignment, --method, --seed, --out (see `drmas train --help`)"),
@@ -225,7 +225,7 @@ def test_unexpected_error_keeps_its_traceback_in_a_log(tmp_path, capsys, monkeyp
 
 
 def test_unexpected_error_log_goes_beside_the_output(tmp_path, capsys, monkeypatch):
-    def bug(*_):
+    def bug(*_, **__):
         raise KeyError("per_source")
 
     monkeypatch.setattr("drmas.report.tables.write_table", bug)

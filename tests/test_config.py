@@ -34,7 +34,7 @@ def test_default_profile_loads():
     (("train", "lr"), 3.0, r"train\.lr: 3\.0 is greater than the maximum of 1"),
     (("train", "group_n"), 1, r"train\.group_n: 1 is less than the minimum of 2"),
     (("eval", "top_p"), 0, r"eval\.top_p"),
-    (("methods",), ["grpo", "ppo"], r"methods\.1: 'ppo' is not one of"),
+    (("methods",), ["grpo", "ppo"], r"methods: 'ppo' is neither an estimator"),
     (("train", "bogus"), 1, r"train: Additional properties are not allowed \('bogus'"),
     (("assignments",), ["shared", "solo"], r"'solo' is not defined in assignment_defs"),
 ])
@@ -188,3 +188,26 @@ def test_benchmark_files_are_validated_by_their_schema(tmp_path):
     bad.write_text("name: x\nagents: [solver\n")
     with pytest.raises(ConfigError, match=r"bad\.yaml:\d+: not valid YAML"):
         load_suite(bad)
+
+
+def test_named_methods_carry_an_estimator_and_train_settings():
+    """The paper's ablations as configuration: a method = an estimator + train keys, which
+    win over the profile's, the suite's and per-agent values; its run identity differs."""
+    from drmas.config import workflow_config
+    from drmas.stages import train_key
+
+    cfg = workflow_config([ROOT / "config" / "default.yaml"], [
+        "method_defs={grpo_clip0.1: {estimator: grpo, label: 'GRPO, clip 0.1', train: {grad_clip: 0.1}}}",
+        "methods=[grpo,drmas,grpo_clip0.1]", "assignments=[nonshared]",
+        "agents={solver: {grad_clip: 0.5}}"])
+    run = cfg.for_suite("math").for_method("grpo_clip0.1")
+    assert run.agent_train("solver").grad_clip == 0.1 and run.agent_train("verifier").grad_clip == 0.1
+    assert cfg.for_suite("math").agent_train("solver").grad_clip == 0.5
+    assert cfg.method("grpo_clip0.1").estimator == "grpo" and cfg.label_of("drmas") == "Dr. MAS"
+    assert cfg.label_of("grpo_clip0.1") == "GRPO, clip 0.1"
+    suite = load_suite(ROOT / "benchmarks" / "math.yaml")
+    plain, clipped = (train_key(cfg, suite, "nonshared", m, 0) for m in ("grpo", "grpo_clip0.1"))
+    assert plain["estimator"] == clipped["estimator"] == "grpo"
+    assert plain["train"]["verifier"]["grad_clip"] == 1.0 and clipped["train"]["verifier"]["grad_clip"] == 0.1
+    with pytest.raises(ConfigError, match="methods: 'ppo' is neither an estimator"):
+        workflow_config([ROOT / "config" / "default.yaml"], ["methods=[grpo,ppo]"])

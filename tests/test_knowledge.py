@@ -6,7 +6,7 @@ import json
 import pytest
 
 from drmas.data.io import validate_prepared
-from drmas.data.generators.knowledge import ATTRS, build_kb, documents, generate
+from drmas.data.generators.knowledge import ANSWER_TYPES, ATTRS, balanced_split, build_kb, documents, generate
 from drmas.data.prepare import prepare_corpus, prepare_rows
 from drmas.errors import ConfigError
 from drmas.rewards.qa import normalize_answer
@@ -73,6 +73,24 @@ def test_rows_follow_the_contract_and_splits(rows):
                       ("kb-multi", "train"): 150, ("kb-multi", "test"): 20}
     test_q = {r["question"] for r in rows if r["split"] == "test"}
     assert len(test_q) == 40 and not test_q & {r["question"] for r in rows if r["split"] == "train"}
+
+
+def test_test_splits_take_answer_types_in_turn(rows):
+    """Both sources ask for the same answer types, in every prefix of their test split (the
+    profile evaluates the first few), so their columns differ in hops only."""
+    kinds = {vt for attrs in ATTRS.values() for vt in attrs.values()}
+    assert kinds == set(ANSWER_TYPES)
+    test = {s: [r["answer_type"] for r in rows if r["data_source"] == s and r["split"] == "test"]
+            for s in SPEC["sources"]}
+    for n in (7, 14, 20):
+        single, multi = sorted(test["kb-single"][:n]), sorted(test["kb-multi"][:n])
+        assert single == multi
+        counts = [single.count(t) for t in ANSWER_TYPES]
+        assert max(counts) - min(counts) <= 1
+    # a type that runs out leaves its turn to the others; the rest keeps the pool's order
+    pool = [{"answer_type": t, "i": i} for i, t in enumerate(["year", "year", "year", "city", "river"])]
+    test, rest = balanced_split(pool, 4)
+    assert [q["i"] for q in test] == [0, 3, 4, 1] and [q["i"] for q in rest] == [2]
 
 
 def test_every_answer_is_stated_in_the_last_hop_document(rows, texts):

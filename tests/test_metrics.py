@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from drmas.errors import DataError
-from drmas.metrics import aggregate, avg_at_k, pass_at_k
+from drmas.metrics import aggregate, avg_at_k, pass_at_k, problem_values
 
 
 def brute_pass_at_k(n, c, k):
@@ -69,6 +69,11 @@ def test_aggregate_tiny_table_k4():
     assert out["overall"]["n_problems"] == 3
     # macro = mean of the two sources: (0.125 + 1) / 2, (0.5 + 1) / 2
     assert out["macro"] == {"avg@4": 0.5625, "pass@4": 0.75, "n_sources": 2}
+    # per problem [n, c], and back to the per-problem numbers whose means the sources hold
+    assert out["per_problem"] == {"a": {"p1": [4, 1], "p2": [4, 0]}, "b": {"p3": [4, 4]}}
+    values = problem_values(out["per_problem"]["a"], 4)
+    assert values == {"avg@4": {"p1": 0.25, "p2": 0.0}, "pass@4": {"p1": 1.0, "p2": 0.0}}
+    assert problem_values(out["per_problem"]["a"], 2)["pass@2"]["p1"] == pytest.approx(0.5)
 
 
 def test_aggregate_k_below_n_and_success_column():

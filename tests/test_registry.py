@@ -9,9 +9,9 @@ from drmas.registry import CORPORA, DEMONSTRATIONS, GENERATORS, MAS, REWARDS, Re
 
 
 def test_built_ins_are_found_without_a_module_list():
-    assert MAS.names() == ["math", "search"]
-    assert DEMONSTRATIONS.names() == ["math", "search"]
-    assert REWARDS.names() == ["math", "qa"]
+    assert MAS.names() == ["math", "math4", "search", "single"]
+    assert DEMONSTRATIONS.names() == ["math", "math4", "search"]
+    assert REWARDS.names() == ["arithmetic", "math", "qa"]
     assert GENERATORS.names() == ["arithmetic", "knowledge"]
     assert CORPORA.names() == ["knowledge"]
     assert REWARDS.get("qa")("<answer>Paris</answer>", ["paris"]) == 1.0

@@ -38,17 +38,51 @@ def test_generated_titles_are_distinct():
     [
         ('{"id": "1", "contents": "T\\nx"}\nnot json\n', ":2: not valid JSON"),
         ('["id", "contents"]\n', "expected a JSON object"),
-        ('{"contents": "T\\nx"}\n', "'id'"),
+        ('{"contents": "T\\nx"}\n', ":1: missing field 'id'"),
+        ('{"id": "1", "contents": "T\\nx"}\n{"id": "2"}\n', ":2: missing field 'contents'"),
         ('{"id": "1", "contents": ""}\n', "'contents'"),
+        ('{"id": true, "contents": "T\\nx"}\n', "'id'"),
         ("\n\n", "corpus is empty"),
+        ("", "corpus is empty"),
+        ('{"id": "a", "contents": "T\\nx"}\n{"id": "b", "contents": "U\\ny"}\n\n'
+         '{"id": "a", "contents": "V\\nz"}\n', r":4: duplicate id 'a' \(first at line 1\)"),
+        ('{"id": 7, "contents": "T\\nx"}\n{"id": "7", "contents": "U\\ny"}\n',
+         r":2: duplicate id '7' \(first at line 1\)"),
     ],
 )
 def test_malformed_corpus_is_a_clear_error(tmp_path, content, message):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text(content)
-    with pytest.raises(DataError, match=message):
+    with pytest.raises(DataError, match=message) as err:
         build_index(corpus, tmp_path / "index")
+    assert "\n" not in str(err.value) and str(corpus) in str(err.value)
     assert not (tmp_path / "index").exists()
+
+
+def test_latin1_corpus_names_file_line_and_byte(tmp_path):
+    corpus = tmp_path / "c.jsonl"
+    good = '{"id": "1", "contents": "Paris\\nThe capital."}\n'
+    corpus.write_bytes((good + '{"id": "2", "contents": "Caf\xe9\\nA drink."}\n').encode("latin-1"))
+    with pytest.raises(DataError, match=r"c\.jsonl:2: not UTF-8 \(byte 0xe9 at column 29\)"):
+        validate_corpus(corpus)
+
+
+def test_index_cli_turns_a_bad_corpus_into_one_line(tmp_path, capsys):
+    from drmas.cli import main
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"id": "a", "contents": "T\\nx"}\n{"id": "a", "contents": "U\\ny"}\n')
+    assert main(["index", "--corpus", str(corpus), "--out", str(tmp_path / "index")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"drmas index: error: {corpus}:2: duplicate id 'a' (first at line 1); ids must be unique"
+    assert main(["index", "--corpus", str(corpus), "--out", str(tmp_path / "i"), "--kind", "dense"]) == 2
+    assert "needs --encoder" in capsys.readouterr().err
+
+
+def test_many_documents_without_duplicates_validate(tmp_path):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": i, "contents": f"T{i}\nx"}) + "\n" for i in range(20_000)))
+    assert validate_corpus(corpus) == 20_000
 
 
 def test_missing_corpus_is_a_clear_error(tmp_path):

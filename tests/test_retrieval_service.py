@@ -184,7 +184,7 @@ def test_client_retries_server_errors_then_succeeds():
         assert len(calls) == 3
         client = RetrievalClient(client.url, retries=0)
         calls.clear()
-        with pytest.raises(DrmasError, match="failed after 1 attempts: HTTP 503: warming up"):
+        with pytest.raises(DrmasError, match=r"failed after 1 attempts \(.*\): HTTP 503: warming up"):
             client.retrieve(["q"])
     finally:
         httpd.shutdown()
@@ -210,3 +210,55 @@ def test_local_service_bad_index_fails_clearly(tmp_path):
 
     with pytest.raises(DrmasError, match="retrieval service exited at start"):
         LocalService(tmp_path / "no_index", startup_timeout_s=60)
+
+
+def test_client_keeps_one_connection_for_many_requests():
+    """Pooled keep-alive connections: sequential requests share one TCP connection."""
+    connections = []
+
+    class KeepAlive(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def setup(self):
+            connections.append(self.client_address)
+            super().setup()
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            payload = json.dumps({"result": [[]]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), KeepAlive)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with RetrievalClient(f"http://127.0.0.1:{httpd.server_address[1]}") as client:
+            for _ in range(5):
+                assert client.retrieve(["q"]) == [[]]
+        assert len(connections) == 1
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_perf_retrieval_measures_service_and_peer(service, tmp_path, capsys):
+    """`drmas perf retrieval` on one service as both sides: same answers, both measured."""
+    from drmas.retrieval.bench import main_retrieval
+
+    queries = tmp_path / "q.jsonl"
+    queries.write_text("".join(json.dumps({"question": q}) + "\n" for q in ["guild lore", "river"]))
+    result = main_retrieval(str(queries), url=service.url, peer_url=service.url, clients=[2],
+                            seconds=0.6, batch_size=2, warmup_s=0.2, rounds=2,
+                            out=str(tmp_path / "p.json"))
+    assert result["same_answers"] == {"service": True, "peer": True}
+    assert [(r["name"], r["clients"], r["round"]) for r in result["rows"]] == [
+        ("service", 2, 0), ("peer", 2, 0), ("peer", 2, 1), ("service", 2, 1)]
+    assert all(r["queries_per_s"] > 0 and r["failed_requests"] == 0 for r in result["rows"])
+    assert json.loads((tmp_path / "p.json").read_text())["ratio"] == {"2": result["ratio"][2]}
+    assert "service / peer" in capsys.readouterr().out

@@ -166,3 +166,14 @@ def test_works_off_the_main_thread():
     with ThreadPoolExecutor(max_workers=2) as pool:
         got = list(pool.map(lambda p: is_equiv(p[0], p[1], timeout_s=5.0), pairs))
     assert got == [p[2] for p in pairs]
+
+
+def test_arithmetic_reward_needs_no_math_verify():
+    """The `arithmetic` reward settles integer golds by the fast tier alone."""
+    from drmas.rewards import get_reward
+
+    r = get_reward("arithmetic")
+    assert r("so \\boxed{12}", ["12"]) == 1.0
+    assert r("\\boxed{ 12 }", ["12"]) == 1.0 and r("\\boxed{12.0}", ["12"]) == 1.0
+    assert r("\\boxed{13}", ["12"]) == 0.0 and r("12", ["12"]) == 0.0
+    assert r("\\boxed{x + 1}", ["12"]) == 0.0          # undecided by the fast tier: wrong

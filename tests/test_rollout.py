@@ -83,7 +83,7 @@ def test_sft_micro_batches_equal_one_padded_batch(tiny_model_dir, math_rows):
     runs = []
     for budget in (1 << 30, 64):                      # one batch vs many small chunks
         model = load_model(tiny_model_dir)
-        losses = sft(model, tok, traces, steps=3, batch_size=12, lr=1e-3, seed=0, bf16=False,
+        losses = sft(model, tok, traces, steps=3, batch_size=12, lr=1e-3, seed=0, dtype="float32",
                      micro_batch_tokens=budget)
         runs.append((losses, model.state_dict()))
     (l1, w1), (l2, w2) = runs

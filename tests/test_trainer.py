@@ -47,7 +47,11 @@ def test_shared_group_gets_all_agents_rows(tiny_model_dir, math_rows, tmp_path):
     assert list(trainer.groups) == ["small"]
     calls = m["agents"]["solver"]["calls"] + m["agents"]["verifier"]["calls"]
     assert m["groups"]["small"]["rows"] == calls == m["rows"]
-    assert set(m["theory"]["agents"]) <= {"solver", "verifier"}
+    assert set(m["adv_diag"]) <= {"solver", "verifier"}
+    for agent, stats in m["adv_diag"].items():
+        assert stats["num_groups"] == 0 or stats["inflation_factor_max"] >= stats["inflation_factor_mean"]
+        if m["agents"][agent]["calls"]:
+            assert 0.0 <= m["agents"][agent]["clip_frac"] <= 1.0
 
 
 def test_sharing_plan_and_mismatched_settings(tiny_model_dir):

@@ -126,6 +126,28 @@ def test_fsdp2_two_workers_equal_one_worker(tiny_model_dir, tmp_path, recompute,
         assert m2[key] == pytest.approx(m1[key], rel=1e-5, abs=1e-7)
     for agent in AGENTS:
         assert m2["agent_grad_norm"][agent] == pytest.approx(m1["agent_grad_norm"][agent], rel=1e-5)
+        for key in ("agent_clip_frac", "agent_approx_kl"):
+            assert m2[key][agent] == pytest.approx(m1[key][agent], rel=1e-5, abs=1e-7)
+
+
+def test_per_agent_clip_fraction_and_kl(tiny_model_dir):
+    """Per-agent clip fraction and approx KL: token means over each agent's rows, so their
+    token-weighted mean is the group's; an agent whose rows carry zero advantage never clips
+    (both PPO terms are 0) while the other, pushed hard, does."""
+    s = TrainConfig(lr=5e-2, micro_batch_rows=2, ppo_mini_batches=3, max_response_tokens=8)
+    group = LocalGroup("g", tiny_model_dir, AGENTS, s)
+    rows = make_rows(group, n=12)
+    for r in rows:
+        r["advantage"] = 0.0 if r["agent"] == "verifier" else 3.0 * (1 if len(r["response_ids"]) % 2 else -1)
+    m = group.update(rows, seed=3)
+    clip, kl = m["agent_clip_frac"], m["agent_approx_kl"]
+    assert clip["verifier"] == 0.0 and clip["solver"] > 0.0
+    tokens = {a: sum(len(r["response_ids"]) for r in rows if r["agent"] == a) for a in AGENTS}
+    for key, per in (("clip_frac", clip), ("approx_kl", kl)):
+        mixed = sum(per[a] * tokens[a] for a in AGENTS) / sum(tokens.values())
+        assert mixed == pytest.approx(m[key], rel=1e-9, abs=1e-12)
+    only = group.update([r for r in rows if r["agent"] == "solver"], seed=4)
+    assert set(only["agent_clip_frac"]) == {"solver"}
 
 
 def test_lora_trains_adapters_and_saves_merged_weights(tiny_model_dir, tmp_path):

@@ -106,7 +106,8 @@ def test_paper_profile_stands_alone(workflow):
         for part in key.split("."):
             node = node.get(part) if isinstance(node, dict) else None
         assert node is None or source_of(key, sources) == "default", key
-    assert paper["train"]["lr"] == 1e-6 and "search" not in paper["suite_overrides"]
+    assert paper["train"]["lr"] == 1e-6 and paper["suite_overrides"]["search"]["train"]["group_n"] == 5
+    assert "steps" not in paper["suite_overrides"]["search"]["train"]      # default.yaml's 12
     proc = snakemake(workflow, "-n", "--quiet", "rules", "--configfile", "config/paper.yaml")
     assert proc.returncode == 0, proc.stderr
     assert "extended by additional config" not in proc.stdout + proc.stderr
@@ -137,3 +138,28 @@ def test_benchmark_yaml_syntax_error_names_the_file(workflow):
     errors = [l for l in proc.stderr.splitlines() if l.startswith("drmas config error")]
     assert proc.returncode != 0 and len(errors) == 1 and "Traceback" not in proc.stderr
     assert "benchmarks/math.yaml:" in errors[0] and "not valid YAML" in errors[0]
+
+
+def test_paper_profile_lists_the_papers_runs_with_their_gpus(workflow):
+    """The paper's matrix: math (Qwen3-4B/8B) and search (Qwen2.5-3B/7B) shared / not shared,
+    plus the heterogeneous search assignment, each with GRPO and Dr. MAS: 18 runs; every
+    training job asks for the pool's GPUs, every evaluation for one."""
+    proc = snakemake(workflow, "-n", "--configfile", "config/paper.yaml")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    counts = job_counts(out)
+    assert counts["train"] == 18 and counts["evaluate_run"] == 18
+    assert counts["evaluate_base"] == 4 + 5                 # one per assignment and suite
+    blocks = out.split("\nrule ")[1:]
+    gpus = {}
+    for block in blocks:
+        rule = block.split(":", 1)[0]
+        res = next((l for l in block.splitlines() if l.strip().startswith("resources:")), "")
+        gpus.setdefault(rule, set()).add(next((p.split("=")[1] for p in res.replace(",", " ").split()
+                                               if p.startswith("gpu=")), None))
+    assert gpus["train"] == {"4"} and gpus["evaluate_run"] == {"1"} and gpus["prepare"] == {"0"}
+    runs = {l.split("runs/")[1] for l in out.splitlines() if "output: results/paper/runs/" in l}
+    assert {r.split("/")[1] for r in runs if r.startswith("search/")} == {
+        "shared_3b", "nonshared_3b", "shared_7b", "nonshared_7b", "hetero"}
+    assert {r.split("/")[1] for r in runs if r.startswith("math/")} == {
+        "shared_4b", "nonshared_4b", "shared_8b", "nonshared_8b"}

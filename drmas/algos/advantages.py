@@ -4,7 +4,7 @@
 Every rollout row is one agent call carrying ``(uid, traj_uid, agent, score)``. The upstream
 code computes the baselines with a Python loop over rows holding torch scalars; here ids
 become dense integer codes and the group statistics are segment sums, so 10^6 rows take
-about 0.1-0.2 s on 2 cores (`drmas perf advantages`). See DESIGN.md, "Upstream semantics
+about 0.1-0.2 s on 2 cores (`drmas perf advantages`). See ARCHITECTURE.md, "Upstream semantics
 to match exactly".
 
 Implementation choices, measured on 10^6 rows here: ``pandas.factorize`` (hash table)
@@ -201,39 +201,61 @@ def compute_advantages(
     return torch.from_numpy(adv.astype(np.float32)).to(device)
 
 
-def group_stats(scores, uid, traj_uid, agent) -> dict:
-    """Per-agent reward statistics and the predicted GRPO gradient-scale factor.
+#: Lemma 4.2 statistics per agent, in upstream's order and under upstream's names
+#: (``adv_diag/<agent>/<name>`` in metrics.jsonl and TensorBoard), plus ``num_groups``.
+DIAG_KEYS = ("mean_gap_mean", "mean_gap_abs_mean", "mean_gap_abs_max", "var_ratio_mean",
+             "var_ratio_min", "var_ratio_max", "inflation_factor_mean", "inflation_factor_p95",
+             "inflation_factor_max")
+_DIAG_FLOOR = 1e-12        # upstream's guard in sigma^2 + 1e-12
 
-    Per uid: agent k's pool (its rows' own scores) gives mu_k, sigma_k; the global pool
-    (one mean per trajectory) gives mu, sigma; factor_k = (sigma_k^2 + (mu_k - mu)^2) /
-    sigma^2, the second moment of agent k's advantages under the global baseline.
-    Stds are unbiased, as in the advantages.
 
-    Averaging: only uids whose global pool has >= 2 trajectories and sigma > 0 count
-    (zero-variance groups give zero advantage under GRPO, so they shape no gradient);
-    for agent k additionally its pool must hold >= 2 values. Each reported number is the
-    plain mean of the per-uid numbers over those uids and ``n_groups`` says how many; with
-    ``n_groups == 0`` the numbers are NaN (nothing to estimate from), never otherwise.
+def lemma_diagnostics(scores, uid, traj_uid, agent, *, informative_only: bool = True) -> dict:
+    """Lemma 4.2 diagnostics per agent: how far GRPO's global baseline sits from each agent.
+
+    For every (uid, agent) group, with (mu_k, sigma_k) over the agent's rows' own scores (the
+    Dr. MAS pool) and (mu, sigma) over the uid's trajectory means (the GRPO pool), both
+    computed whatever the run trains with:
+
+        mean_gap  = mu_k - mu
+        var_ratio = sigma_k^2 / sigma^2
+        inflation = (sigma_k^2 + mean_gap^2) / sigma^2
+
+    ``inflation`` is the second moment of agent k's advantages under the global baseline,
+    i.e. the factor on the square of its gradient scale (see `compute_advantages`). Per
+    agent this returns upstream's summaries (`summarize_group_diagnostics` of the paper's
+    code): mean_gap mean / abs mean / abs max, var_ratio mean / min / max, inflation mean /
+    p95 / max, and ``num_groups``; an agent without groups gets ``{"num_groups": 0}``.
+
+    ``informative_only`` (default) keeps the groups where the lemma's quantities exist: the
+    uid holds >= 2 trajectories with sigma > 0 and the agent >= 2 rows. A zero-variance uid
+    gives every row a zero GRPO advantage (no gradient to inflate), and upstream's pool-of-one
+    convention (mu_k = 0, sigma_k = 1) is not a statistic of the agent: with
+    ``informative_only=False`` both enter exactly as in the paper's code (every group, that
+    convention, sigma^2 + 1e-12 below), which reports inflation of ~1e12 for them.
     """
     pools = _Pools(scores, uid, traj_uid, agent)
     if len(pools.scores) == 0:
-        return {"agents": {}, "global": _summary({"mean": (), "std": ()})}
+        return {}
     (g_cnt, g_mu, g_sd), _ = pools.uid_stats()
-    informative = (g_cnt >= 2) & (g_sd > 0)
     (k_cnt, k_mu, k_sd), _, ka_uid, ka_agent = pools.agent_stats()
-    sigma = np.where(informative, g_sd, 1.0)[ka_uid]
-    factor = (k_sd**2 + (k_mu - g_mu[ka_uid]) ** 2) / sigma**2
-    usable = informative[ka_uid] & (k_cnt >= 2)
-    agents = {}
+    if informative_only:
+        keep = ((g_cnt >= 2) & (g_sd > 0))[ka_uid] & (k_cnt >= 2)
+    else:
+        keep = np.ones(len(k_cnt), dtype=bool)
+        g_mu, g_sd = _convention(g_cnt, g_mu, g_sd)
+        k_mu, k_sd = _convention(k_cnt, k_mu, k_sd)
+    gap = k_mu - g_mu[ka_uid]
+    sigma2 = g_sd[ka_uid] ** 2 + _DIAG_FLOOR
+    var_ratio = k_sd**2 / sigma2
+    inflation = (k_sd**2 + gap**2) / sigma2
+    out = {}
     for code, name in enumerate(pools._agent_codes[1]):
-        sel = usable & (ka_agent == code)
-        agents[str(name)] = _summary({"mean": k_mu[sel], "std": k_sd[sel], "factor": factor[sel]})
-    glob = _summary({"mean": g_mu[informative], "std": g_sd[informative]})
-    return {"agents": agents, "global": glob}
-
-
-def _summary(values: dict) -> dict:
-    n = len(next(iter(values.values())))
-    out = {k: float(np.mean(v)) if n else float("nan") for k, v in values.items()}
-    out["n_groups"] = n
+        sel = keep & (ka_agent == code)
+        if not sel.any():
+            out[str(name)] = {"num_groups": 0}
+            continue
+        g, v, f = gap[sel], var_ratio[sel], inflation[sel]
+        values = (g.mean(), np.abs(g).mean(), np.abs(g).max(), v.mean(), v.min(), v.max(),
+                  f.mean(), np.percentile(f, 95), f.max())
+        out[str(name)] = {**dict(zip(DIAG_KEYS, map(float, values))), "num_groups": int(sel.sum())}
     return out

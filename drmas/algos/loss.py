@@ -106,6 +106,7 @@ def policy_loss(
     denom=None,
     entropy_coeff: float = 0.0,
     log_ratio_clamp: float | None = _LOG_RATIO_LIMIT,
+    row_weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict]:
     """PPO-clip loss over (B, T) tokens; returns (scalar loss, metrics of python floats).
 
@@ -115,6 +116,8 @@ def policy_loss(
     tokens) or (B, T). The loss is the token mean (``denom``: see ``token_mean``), minus
     ``entropy_coeff`` times the token-mean ``entropy`` when the coefficient is not 0 (pass an
     entropy that carries gradients then). ``log_ratio_clamp`` (None: none) bounds lp - old.
+    ``row_weights`` (B,), when given, multiply each row's token losses before the mean
+    (loss balancing, drmas/algos/balance.py); the entropy term and the metrics are unweighted.
 
     Metrics are token means over this call's valid tokens (weight them by ``n_tokens``
     when combining micro-batches): ``clip_frac`` (pg2 > pg1), ``dual_clip_frac`` (A < 0
@@ -138,6 +141,8 @@ def policy_loss(
     pg3 = -advantages * dual_clip
     negative = advantages < 0
     per_token = torch.where(negative, torch.minimum(clipped, pg3), clipped)
+    if row_weights is not None:
+        per_token = per_token * row_weights.to(per_token.dtype).unsqueeze(-1)
     loss = token_mean(per_token, mask, denom)
     if entropy_coeff:
         if entropy is None:

@@ -1,6 +1,6 @@
 """The paper's datasets: hub ids, field mappings, and loading into prepared rows.
 
-A prepared row is ``{id, data_source, question, answers: list[str], split}`` (DESIGN, "Data
+A prepared row is ``{id, data_source, question, answers: list[str], split}`` (ARCHITECTURE.md, "Data
 contracts"). Each source below says where its question and gold answer(s) live. The column
 names follow the paper's public preprocessing script (test sets: ``problem`` / ``answer``;
 DAPO: a verl-style ``prompt`` message list and ``reward_model.ground_truth``) and Search-R1's

@@ -68,12 +68,7 @@ def read_json(path, required: Sequence[str] = (), what: str = "JSON file") -> di
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
-    if not isinstance(value, dict):
-        raise DataError(f"{path}: expected a JSON object, got {type(value).__name__}")
-    missing = [k for k in required if k not in value]
-    if missing:
-        raise DataError(f"{path}: not a {what}: missing key(s) {', '.join(missing)}")
-    return value
+    return _object(value, str(path), required, f"not a {what}: missing key(s)")
 
 
 def read_yaml(path, what: str = "YAML file") -> Any:
@@ -109,12 +104,17 @@ def parse_line(line: str, where: str, required: Sequence[str] = ()) -> dict:
         row = json.loads(line)
     except json.JSONDecodeError as exc:
         raise DataError(f"{where}: not valid JSON ({exc.msg}, column {exc.colno})") from None
-    if not isinstance(row, dict):
-        raise DataError(f"{where}: expected a JSON object, got {type(row).__name__}")
-    missing = [f for f in required if f not in row]
+    return _object(row, where, required, "missing field(s)")
+
+
+def _object(value, where: str, required: Sequence[str], missing_text: str) -> dict:
+    """`value` if it is a JSON object with the keys `required`; DataError naming `where`."""
+    if not isinstance(value, dict):
+        raise DataError(f"{where}: expected a JSON object, got {type(value).__name__}")
+    missing = [k for k in required if k not in value]
     if missing:
-        raise DataError(f"{where}: missing field(s) {', '.join(missing)}")
-    return row
+        raise DataError(f"{where}: {missing_text} {', '.join(missing)}")
+    return value
 
 
 def write_jsonl(path, rows: Iterable[dict]) -> None:

@@ -1,97 +1,155 @@
-"""Paper-style figures from run folders: per-agent gradient norms (GRPO vs Dr. MAS side by
-side), team reward curves, and the theory check (measured GRPO / Dr. MAS grad-norm ratio
-against the predicted (sigma_k^2 + (mu_k - mu)^2) / sigma^2 factor)."""
+"""Paper-style figures from run folders, one set per suite:
+
+- `<suite>_grad_norm.png`: per-agent gradient norm before clipping, GRPO vs Dr. MAS;
+- `<suite>_team_reward.png`: team reward during RL per method;
+- `<suite>_theory_check.png` (+ `.csv`): the lemma's predicted inflation against the measured
+  one (`theory.py`);
+- `<suite>_diagnostics.png`: per agent, its grad norm and its inflation factor on the same
+  steps, spikes marked (`stability.spike_mask`).
+
+Curves are means over seeds with a 95% bootstrap band over seeds (seaborn, seeded). Every
+title names the suite and the profile; agents and methods keep one colour in every figure
+(`style.py`). Each figure has a caption in `drmas/report/captions/<figure>.rst` for the
+Snakemake report.
+"""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
-import yaml  # noqa: E402
 
 from drmas.config import Config, Suite  # noqa: E402
-from drmas.report.tables import METHOD_LABEL  # noqa: E402
+from drmas.report import stability  # noqa: E402
+from drmas.report.runs import load_runs  # noqa: E402
+from drmas.report import style  # noqa: E402
+from drmas.report.style import (METHOD_LABEL, METHOD_ORDER, agent_color,  # noqa: E402
+                                agent_palette, method_color, method_palette, title)
+from drmas.report.theory import theory_figure, theory_table  # noqa: E402
+
+FIGURES = ("grad_norm", "team_reward", "theory_check", "diagnostics")
+BAND = {"errorbar": ("ci", 95), "n_boot": 1000, "seed": 0}
+BAND_TEXT = "line: mean over seeds, band: 95% bootstrap interval over seeds"
+CAPTIONS = Path(__file__).with_name("captions")
 
 
-def load_runs(run_dirs: list[str]) -> pd.DataFrame:
-    """Long table: one row per (run, step, agent)."""
-    records = []
-    for run in run_dirs:
-        meta = yaml.safe_load((Path(run) / "config.yaml").read_text())
-        for line in (Path(run) / "metrics.jsonl").read_text().splitlines():
-            m = json.loads(line)
-            for agent, a in m["agents"].items():
-                th = m["theory"]["agents"].get(agent, {})
-                records.append({
-                    "assignment": meta["assignment"], "method": METHOD_LABEL.get(meta["method"], meta["method"]),
-                    "seed": meta["seed"], "step": m["step"], "agent": agent,
-                    "grad_norm": a["grad_norm"], "team_reward": m["team_reward"]["mean"],
-                    "agent_reward": a["reward"]["mean"], "factor": th.get("factor", np.nan)})
-    return pd.DataFrame(records)
+def _ordered(present, order) -> list:
+    """`present` in the order of `order`, unknown ones after them, sorted."""
+    present = set(present)
+    return [x for x in order if x in present] + sorted(present - set(order))
 
 
-def grad_norm_figure(df: pd.DataFrame, path: Path) -> None:
-    g = sns.relplot(data=df, x="step", y="grad_norm", hue="agent", col="method", row="assignment",
-                    kind="line", height=2.6, aspect=1.4, facet_kws={"sharey": "row"})
+def _orders(df: pd.DataFrame, suite: Suite, assignments: list[str]):
+    methods = sorted(set(df.method), key=lambda m: (METHOD_ORDER.get(m, 9), m))
+    return _ordered(df.agent, suite.agents), methods, _ordered(df.assignment, assignments)
+
+
+def grad_norm_figure(df: pd.DataFrame, suite: Suite, profile: str, assignments: list[str]):
+    agents, methods, rows = _orders(df, suite, assignments)
+    data = df.dropna(subset=["grad_norm"])
+    data = data.assign(method=data.method.map(lambda m: METHOD_LABEL.get(m, m)))
+    g = sns.relplot(data=data, x="step", y="grad_norm", hue="agent", hue_order=agents,
+                    palette=agent_palette(agents), col="method",
+                    col_order=[METHOD_LABEL.get(m, m) for m in methods], row="assignment",
+                    row_order=rows, kind="line", height=2.6, aspect=1.4,
+                    facet_kws={"sharey": "row"}, **BAND)
     g.set_axis_labels("RL step", "grad norm before clipping")
     g.set_titles("{row_name} | {col_name}")
-    g.figure.suptitle("Per-agent gradient norm: GRPO vs Dr. MAS", y=1.02)
-    g.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(g.figure)
+    g.figure.suptitle(title(suite, profile, f"per-agent gradient norm\n({BAND_TEXT})"), y=1.08)
+    return g.figure
 
 
-def reward_figure(df: pd.DataFrame, path: Path) -> None:
+def reward_figure(df: pd.DataFrame, suite: Suite, profile: str, assignments: list[str]):
+    _, methods, rows = _orders(df, suite, assignments)
     team = df.drop_duplicates(["assignment", "method", "seed", "step"])
-    g = sns.relplot(data=team, x="step", y="team_reward", hue="method", col="assignment",
-                    kind="line", height=2.8, aspect=1.2)
+    team = team.assign(method=team.method.map(lambda m: METHOD_LABEL.get(m, m)))
+    labels = [METHOD_LABEL.get(m, m) for m in methods]
+    g = sns.relplot(data=team, x="step", y="team_reward", hue="method", hue_order=labels,
+                    palette=method_palette(labels), col="assignment", col_order=rows,
+                    kind="line", height=2.8, aspect=1.2, **BAND)
     g.set_axis_labels("RL step", "team reward (train batch mean)")
     g.set_titles("{col_name}")
-    g.figure.suptitle("Team reward during RL", y=1.03)
-    g.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(g.figure)
+    g.figure.suptitle(title(suite, profile, f"team reward during RL\n({BAND_TEXT})"), y=1.12)
+    return g.figure
 
 
-def theory_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Per (assignment, agent, seed): mean GRPO / Dr. MAS grad-norm ratio vs predicted factor."""
-    key = ["assignment", "agent", "seed"]
-    grpo = df[df.method == METHOD_LABEL["grpo"]].groupby(key).agg(
-        grpo_norm=("grad_norm", "mean"), predicted=("factor", "mean"))
-    drmas = df[df.method == METHOD_LABEL["drmas"]].groupby(key).agg(drmas_norm=("grad_norm", "mean"))
-    both = grpo.join(drmas, how="inner").reset_index()
-    both["measured_ratio"] = both.grpo_norm / both.drmas_norm
-    return both
+def _mean_band(ax, frame: pd.DataFrame, y: str, color: str, label: str, style: str = "-"):
+    """Mean over seeds per step and a 95% band over seeds (seaborn, seeded)."""
+    sns.lineplot(data=frame, x="step", y=y, color=color, label=label, ax=ax, linestyle=style,
+                 legend=False, **BAND)
 
 
-def theory_figure(df: pd.DataFrame, path: Path) -> pd.DataFrame:
-    both = theory_table(df)
-    fig, ax = plt.subplots(figsize=(4.4, 4))
-    if len(both):
-        sns.scatterplot(data=both, x="predicted", y="measured_ratio", hue="agent",
-                        style="assignment", s=80, ax=ax)
-        hi = float(np.nanmax(both[["predicted", "measured_ratio"]].to_numpy())) * 1.1
-        ax.plot([0, hi], [0, hi], ls="--", c="grey", lw=1, label="y = x")
-        ax.legend(fontsize=7)
-    ax.set_xlabel("predicted factor (σ_k² + (μ_k − μ)²) / σ²")
-    ax.set_ylabel("measured grad-norm ratio GRPO / Dr. MAS")
-    ax.set_title("Theory check: global-baseline gradient inflation")
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return both
+def diagnostics_figure(df: pd.DataFrame, suite: Suite, profile: str, assignments: list[str],
+                       k: float = stability.SPIKE_K):
+    """Rows: per assignment, the agents' grad norms (top) and inflation factors (bottom) on
+    the same steps; columns: agents; colours: methods; x: steps detected as spikes."""
+    agents, methods, rows = _orders(df, suite, assignments)
+    fig, axes = plt.subplots(2 * len(rows), len(agents), sharex=True, squeeze=False,
+                             figsize=(3.2 * len(agents), 2.0 * 2 * len(rows)))
+    for r, assignment in enumerate(rows):
+        for c, agent in enumerate(agents):
+            top, bottom = axes[2 * r, c], axes[2 * r + 1, c]
+            cell = df[(df.assignment == assignment) & (df.agent == agent)]
+            for method in methods:
+                runs = cell[cell.method == method].sort_values("step")
+                color, label = method_color(method), METHOD_LABEL.get(method, method)
+                if runs.grad_norm.notna().any():
+                    _mean_band(top, runs, "grad_norm", color, label)
+                    for _, run in runs.groupby("seed"):
+                        hit = stability.spike_mask(run.grad_norm.to_numpy(), k)
+                        top.scatter(run.step[hit], run.grad_norm[hit], marker="x", s=30, color=color,
+                                    zorder=5)
+                if runs.inflation_factor_mean.notna().any():
+                    _mean_band(bottom, runs, "inflation_factor_mean", color, label)
+            bottom.axhline(1.0, color="grey", lw=0.8, ls=":")
+            top.set_title(f"{assignment} | {agent}", fontsize=8, color=agent_color(agent),
+                          fontweight="bold")
+            top.set_ylabel("grad norm" if c == 0 else "")
+            bottom.set_ylabel("inflation factor" if c == 0 else "")
+            bottom.set_xlabel("RL step")
+    handles = [plt.Line2D([], [], color=method_color(m), label=METHOD_LABEL.get(m, m)) for m in methods]
+    handles.append(plt.Line2D([], [], color="black", marker="x", ls="",
+                              label=f"spike (> {k:g} × running median)"))
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=len(handles),
+               frameon=False, fontsize=8)
+    fig.suptitle(title(suite, profile, "grad norm and Lemma 4.2 inflation factor on the same steps\n"
+                       f"(inflation: mean over prompt groups of the batch; {BAND_TEXT})"), fontsize=9)
+    fig.tight_layout()
+    return fig
 
 
-def write_figures(cfg: Config, suite: Suite, run_dirs: list[str], out: str) -> None:
+def render(df: pd.DataFrame, suite: Suite, profile: str, assignments: list[str],
+           k: float = stability.SPIKE_K) -> tuple[dict, pd.DataFrame]:
+    """{figure name: matplotlib Figure} and the theory-check table (per seed)."""
+    sns.set_theme(style="whitegrid", font_scale=0.8)
+    theory = theory_table(df)
+    figs = {"grad_norm": grad_norm_figure(df, suite, profile, assignments),
+            "team_reward": reward_figure(df, suite, profile, assignments),
+            "theory_check": theory_figure(theory, suite, profile, assignments),
+            "diagnostics": diagnostics_figure(df, suite, profile, assignments, k)}
+    return figs, theory
+
+
+def write_figures(cfg: Config, suite: Suite, run_dirs: list[str], out: str,
+                  spike_k: float = stability.SPIKE_K) -> None:
+    """`<out>/<suite>_<figure>.png` for every figure of `FIGURES`, and the theory check's
+    numbers as `<out>/<suite>_theory_check.csv`."""
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    df = load_runs(run_dirs)
-    sns.set_theme(style="whitegrid", font_scale=0.8)
-    grad_norm_figure(df.dropna(subset=["grad_norm"]), out_dir / f"{suite.name}_grad_norm.png")
-    reward_figure(df, out_dir / f"{suite.name}_team_reward.png")
-    both = theory_figure(df, out_dir / f"{suite.name}_theory_check.png")
-    both.to_csv(out_dir / f"{suite.name}_theory_check.csv", index=False, float_format="%.4f")
+    style.use_config(cfg)
+    figs, theory = render(load_runs(run_dirs), suite, cfg.profile, cfg.assignments, spike_k)
+    for name, fig in figs.items():
+        fig.savefig(out_dir / f"{suite.name}_{name}.png", dpi=120, bbox_inches="tight")
+        plt.close(fig)
+    theory.to_csv(out_dir / f"{suite.name}_theory_check.csv", index=False, float_format="%.4f")
+
+
+def caption(name: str) -> str:
+    """The caption text of figure `name` (captions/<name>.rst)."""
+    return (CAPTIONS / f"{name}.rst").read_text()
+

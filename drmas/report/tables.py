@@ -1,8 +1,12 @@
-"""Paper-style result tables: rows = assignment x method (with the warm-started base), columns =
-each data_source's avg@n and pass@n, then the average over data_sources.
+"""Paper-style result tables: rows = assignment x method, columns = each data_source's avg@n
+and pass@n, then their average over data_sources ("Avg").
 
-Scores of several seeds are averaged; the seed count is a column so nobody mistakes one seed
-for many.
+Each cell is the mean over seeds and test problems with a 95% bootstrap interval that
+resamples both (`intervals.crossed_bootstrap`); per assignment a row "Δ Dr. MAS − GRPO"
+gives the difference paired by seed and problem, with its interval. Base (warm-start) rows
+appear once per distinct set of base models: an evaluation copied from a twin assignment
+(`meta.same_as` in its scores.json) is not repeated. With run folders, a stability table
+(`stability.py`) follows.
 """
 
 from __future__ import annotations
@@ -10,51 +14,140 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from drmas.config import Config, Suite
+from drmas.errors import DataError
+from drmas.metrics import problem_values
+from drmas.report import stability
+from drmas.report.intervals import N_BOOT, Interval, crossed_bootstrap, paired_bootstrap
+from drmas.report import style
+from drmas.report.style import DELTA_LABEL, METHOD_LABEL, METHOD_ORDER
 
-METHOD_ORDER = {"base": 0, "grpo": 1, "mean_agent_std_global": 2, "mean_global_std_agent": 3,
-                "drmas": 4}
-METHOD_LABEL = {"base": "Base (warm start)", "grpo": "GRPO", "drmas": "Dr. MAS",
-                "mean_agent_std_global": "Abl. agent mean / global std",
-                "mean_global_std_agent": "Abl. global mean / agent std"}
+AVG = "Avg"
+ALL_PROBLEMS = "(all)"       # stands for the problems of scores.json files without per-problem counts
 
 
-def collect(score_files: list[str]) -> pd.DataFrame:
-    """Long table: one row per (scores.json, data_source, metric)."""
-    records = []
+def read_scores(score_files: list[str]) -> list[dict]:
+    out = []
     for path in score_files:
-        s = json.loads(Path(path).read_text())
+        try:
+            out.append(json.loads(Path(path).read_text()))
+        except (OSError, json.JSONDecodeError) as e:
+            raise DataError(f"cannot read scores file {path}: {e}") from None
+    return out
+
+
+def base_copies(scores: list[dict]) -> dict[str, list[str]]:
+    """{twin assignment: [assignments whose base evaluation is a copy of the twin's]}."""
+    copies: dict[str, list[str]] = {}
+    for s in scores:
+        meta = s["meta"]
+        if meta.get("method") == "base" and meta.get("same_as"):
+            copies.setdefault(meta["same_as"], [])
+            if meta["assignment"] not in copies[meta["same_as"]]:
+                copies[meta["same_as"]].append(meta["assignment"])
+    return copies
+
+
+def collect(scores: list[dict]) -> pd.DataFrame:
+    """Long table, one row per (scores.json, data_source, metric, problem); values in %.
+
+    Base evaluations copied from a twin are left out (the twin's row stands for them).
+    """
+    records = []
+    for s in scores:
         meta, n = s["meta"], s["n"]
-        parts = {**s["per_source"], "Avg": s["macro"]}
-        for source, values in parts.items():
+        if meta.get("method") == "base" and meta.get("same_as"):
+            continue
+        per_problem = s.get("per_problem") or {}
+        for source, summary in s["per_source"].items():
             for metric in (f"avg@{n}", f"pass@{n}"):
-                records.append({**meta, "source": source, "metric": metric,
-                                "value": 100.0 * values[metric]})
+                values = (problem_values(per_problem[source], n)[metric] if source in per_problem
+                          else {ALL_PROBLEMS: summary[metric]})
+                records += [{"assignment": meta["assignment"], "method": meta["method"],
+                             "seed": meta["seed"], "source": source, "metric": metric,
+                             "problem": pid, "value": 100.0 * v} for pid, v in values.items()]
     return pd.DataFrame(records)
 
 
-def _paper_rows(wide: pd.DataFrame, assignments: list[str]) -> pd.DataFrame:
-    """Rows in config order of assignments and paper order of methods, methods labelled."""
-    order = sorted(wide.index, key=lambda i: (assignments.index(i[0]) if i[0] in assignments else 99,
-                                              METHOD_ORDER.get(i[1], 9)))
-    wide = wide.loc[order]
-    wide.index = pd.MultiIndex.from_tuples([(a, METHOD_LABEL.get(m, m)) for a, m in wide.index],
-                                           names=["assignment", "method"])
-    return wide
+def _matrices(frame: pd.DataFrame, sources: list[str], seeds=None, problems=None) -> list[np.ndarray]:
+    """One seeds x problems matrix per source (seeds and problems sorted, or as given)."""
+    out = []
+    for source in sources:
+        wide = frame[frame.source == source].pivot_table(index="seed", columns="problem",
+                                                         values="value", aggfunc="mean")
+        if seeds is not None:
+            wide = wide.reindex(index=seeds, columns=problems[source])
+        wide = wide.dropna(axis=1)
+        if wide.shape[1] == 0:
+            raise DataError(f"{source}: no problem scored under every seed "
+                            f"{list(wide.index)}")
+        out.append(wide.to_numpy())
+    return out
 
 
-def build_table(long: pd.DataFrame, assignments: list[str]) -> pd.DataFrame:
-    """Wide table, seeds averaged, rows in config order, methods in paper order."""
-    seeds = long.groupby(["assignment", "method"])["seed"].nunique().rename("seeds")
-    wide = long.pivot_table(index=["assignment", "method"], columns=["source", "metric"],
-                            values="value", aggfunc="mean")
-    sources = [s for s in dict.fromkeys(long["source"]) if s != "Avg"] + ["Avg"]
-    wide = wide.reindex(columns=pd.MultiIndex.from_product(
-        [sources, sorted(set(long["metric"]), key=lambda m: m.startswith("pass"))]))
-    wide = wide.join(seeds.to_frame().set_axis(pd.MultiIndex.from_tuples([("", "seeds")]), axis=1))
-    return _paper_rows(wide, assignments)
+def _sources(long: pd.DataFrame) -> list[str]:
+    return list(dict.fromkeys(long["source"]))
+
+
+def _row(frame: pd.DataFrame, sources: list[str], metrics: list[str], n_boot: int) -> dict:
+    cells = {}
+    for metric in metrics:
+        mats = _matrices(frame[frame.metric == metric], sources)
+        for source, mat in zip(sources, mats):
+            cells[(source, metric)] = crossed_bootstrap(mat, n_boot=n_boot)
+        cells[(AVG, metric)] = crossed_bootstrap(mats, n_boot=n_boot)
+    return cells
+
+
+def _delta_row(a: pd.DataFrame, b: pd.DataFrame, sources: list[str], metrics: list[str],
+               n_boot: int) -> dict | None:
+    """a - b paired by seed and problem; None when the two share no seed."""
+    seeds = sorted(set(a.seed) & set(b.seed))
+    if not seeds:
+        return None
+    cells = {}
+    for metric in metrics:
+        fa, fb = a[a.metric == metric], b[b.metric == metric]
+        problems = {s: sorted(set(fa[fa.source == s].problem) & set(fb[fb.source == s].problem))
+                    for s in sources}
+        ma = _matrices(fa, sources, seeds, problems)
+        mb = _matrices(fb, sources, seeds, problems)
+        for source, x, y in zip(sources, ma, mb):
+            cells[(source, metric)] = paired_bootstrap(x, y, n_boot=n_boot)
+        cells[(AVG, metric)] = paired_bootstrap(ma, mb, n_boot=n_boot)
+    return cells
+
+
+def build_table(long: pd.DataFrame, assignments: list[str], n_boot: int = N_BOOT) -> pd.DataFrame:
+    """Rows (assignment, method label) in config order and paper order of methods, then the
+    paired Δ row per assignment; columns (source, metric) then (Avg, metric) holding
+    `Interval`s (in %), and ("", "seeds")."""
+    if long.empty:
+        raise DataError("no scores to tabulate")
+    sources = _sources(long)
+    metrics = sorted(set(long["metric"]), key=lambda m: m.startswith("pass"))
+    order = sorted({(a, m) for a, m in zip(long.assignment, long.method)},
+                   key=lambda i: (assignments.index(i[0]) if i[0] in assignments else 99,
+                                  METHOD_ORDER.get(i[1], 9), i[1]))
+    rows, index = [], []
+    for assignment, method in order:
+        frame = long[(long.assignment == assignment) & (long.method == method)]
+        rows.append({**_row(frame, sources, metrics, n_boot), ("", "seeds"): frame.seed.nunique()})
+        index.append((assignment, METHOD_LABEL.get(method, method)))
+        if method == "drmas" and (assignment, "grpo") in order:
+            grpo = long[(long.assignment == assignment) & (long.method == "grpo")]
+            delta = _delta_row(frame, grpo, sources, metrics, n_boot)
+            if delta is not None:
+                seeds = len(set(frame.seed) & set(grpo.seed))
+                rows.append({**delta, ("", "seeds"): seeds})
+                index.append((assignment, DELTA_LABEL))
+    columns = [(s, m) for s in sources + [AVG] for m in metrics] + [("", "seeds")]
+    return pd.DataFrame([[row.get(c) for c in columns] for row in rows],
+                        index=pd.MultiIndex.from_tuples(index, names=["assignment", "method"]),
+                        columns=pd.MultiIndex.from_tuples(columns))
 
 
 def behaviour_stats() -> tuple[dict[str, str], set[str]]:
@@ -69,13 +162,15 @@ def behaviour_stats() -> tuple[dict[str, str], set[str]]:
     return labels, percent
 
 
-def behaviour_table(score_files: list[str], assignments: list[str]) -> pd.DataFrame | None:
+def behaviour_table(scores: list[dict], assignments: list[str]) -> pd.DataFrame | None:
     """Routing: the MAS's episode stats (`behaviour` in scores.json) per data_source, one row
-    per assignment x method, seeds averaged; None when the scores carry none."""
+    per assignment x method (base once per distinct base models), seeds averaged; None when
+    the scores carry none."""
     labels, percent = behaviour_stats()
     records = []
-    for path in score_files:
-        s = json.loads(Path(path).read_text())
+    for s in scores:
+        if s["meta"].get("method") == "base" and s["meta"].get("same_as"):
+            continue
         for source, stats in (s.get("behaviour") or {}).get("per_source", {}).items():
             for key, value in stats.items():
                 records.append({**s["meta"], "source": source, "stat": key,
@@ -85,10 +180,17 @@ def behaviour_table(score_files: list[str], assignments: list[str]) -> pd.DataFr
     long = pd.DataFrame(records)
     wide = long.pivot_table(index=["assignment", "method"], columns=["stat", "source"],
                             values="value", aggfunc="mean")
-    known = list(labels)                        # stats in the order of their labels
+    known = list(labels)                        # stats in the MAS's own order
     wide = wide[sorted(wide.columns, key=lambda c: (known.index(c[0]) if c[0] in known
                                                     else len(known), c))]
-    return _paper_rows(wide, assignments)
+    order = sorted(wide.index, key=lambda i: (assignments.index(i[0]) if i[0] in assignments
+                                              else 99, METHOD_ORDER.get(i[1], 9)))
+    wide = wide.loc[order]
+    wide.index = pd.MultiIndex.from_tuples([(a, METHOD_LABEL.get(m, m)) for a, m in wide.index],
+                                           names=["assignment", "method"])
+    wide.columns = pd.MultiIndex.from_tuples(
+        [(source, labels.get(stat, stat)) for stat, source in wide.columns])
+    return wide
 
 
 def _flat(columns) -> list[str]:
@@ -96,34 +198,92 @@ def _flat(columns) -> list[str]:
     return [f"{a} {b}".strip() for a, b in columns]
 
 
-def to_markdown(wide: pd.DataFrame, title: str) -> str:
-    cols = _flat(wide.columns)
-    lines = [f"### {title}", "", "| assignment | method | " + " | ".join(cols) + " |",
-             "|---|---|" + "---:|" * len(cols)]
-    for (assignment, method), row in wide.iterrows():
-        cells = [f"{v:.0f}" if c[1] == "seeds" else f"{v:.1f}" for c, v in zip(wide.columns, row)]
-        lines.append(f"| {assignment} | {method} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+def _text(value, signed: bool = False) -> str:
+    if isinstance(value, Interval):
+        return value.cell(signed=signed)
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    return "" if pd.isna(value) else f"{value:.1f}"
 
 
-def write_table(cfg: Config, suite: Suite, score_files: list[str], out: str) -> pd.DataFrame:
-    wide = build_table(collect(score_files), cfg.assignments)
+def as_text(wide: pd.DataFrame) -> pd.DataFrame:
+    """Cells as strings: 'mean [lo, hi]', signed on Δ rows."""
+    return pd.DataFrame([[_text(v, signed=idx[1] == DELTA_LABEL) for v in row]
+                         for idx, row in zip(wide.index, wide.to_numpy())],
+                        index=wide.index, columns=_flat(wide.columns))
+
+
+def to_markdown(wide: pd.DataFrame, title: str, notes: list[str] = ()) -> str:
+    text = as_text(wide)
+    lines = [f"### {title}", "", "| assignment | method | " + " | ".join(text.columns) + " |",
+             "|---|---|" + "---:|" * len(text.columns)]
+    for (assignment, method), row in text.iterrows():
+        lines.append(f"| {assignment} | {method} | " + " | ".join(row) + " |")
+    return "\n".join(lines + [""] + [f"{n}" for n in notes if n]) + "\n"
+
+
+def as_numbers(wide: pd.DataFrame) -> pd.DataFrame:
+    """Intervals split into three numeric columns: '<col>', '<col> lo', '<col> hi'."""
+    out = {}
+    for col, name in zip(wide.columns, _flat(wide.columns)):
+        values = wide[col]
+        if any(isinstance(v, Interval) for v in values):
+            out[name] = [v.mean if isinstance(v, Interval) else np.nan for v in values]
+            out[f"{name} lo"] = [v.lo if isinstance(v, Interval) else np.nan for v in values]
+            out[f"{name} hi"] = [v.hi if isinstance(v, Interval) else np.nan for v in values]
+        else:
+            out[name] = list(values)
+    return pd.DataFrame(out, index=wide.index)
+
+
+def _base_note(copies: dict[str, list[str]]) -> str:
+    if not copies:
+        return ""
+    same = "; ".join(f"{', '.join(c)} {'plays' if len(c) == 1 else 'play'} the same base "
+                     f"models as {twin}" for twin, c in copies.items())
+    return (f"Base rows: one per distinct set of base models ({same}: see the {', '.join(copies)} "
+            "base row).")
+
+
+def write_table(cfg: Config, suite: Suite, score_files: list[str], out: str,
+                run_dirs: list[str] | None = None, spike_k: float = stability.SPIKE_K,
+                n_boot: int = N_BOOT) -> pd.DataFrame:
+    """`<out>.md` (all sections), `<out>.csv` and `<out>.tex` (main table), and beside them
+    `<out>_behaviour.csv` (when the scores carry routing stats) and `<out>_stability.csv`
+    (when run folders are given)."""
+    style.use_config(cfg)
+    scores = read_scores(score_files)
+    wide = build_table(collect(scores), cfg.assignments, n_boot=n_boot)
     out_path = Path(out)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    title = (f"{suite.title or suite.name}: avg@n / pass@n (%), profile {cfg.profile}, "
-             f"seeds {', '.join(map(str, cfg.seeds))}")
-    md = to_markdown(wide, title)
-    routing = behaviour_table(score_files, cfg.assignments)
+    name = suite.title or suite.name
+    seeds = sorted({s["meta"]["seed"] for s in scores})
+    title = (f"{name} [{suite.name}]: avg@n / pass@n (%), profile {cfg.profile}, "
+             f"seeds {', '.join(map(str, seeds))}")
+    notes = [f"Cells: mean over seeds and test problems [95% bootstrap interval resampling "
+             f"both, {n_boot} replicates]; {DELTA_LABEL}: paired by seed and problem. "
+             "An interval that excludes 0 on a Δ row separates the methods at this sample size.",
+             _base_note(base_copies(scores))]
+    md = to_markdown(wide, title, notes)
+    routing = behaviour_table(scores, cfg.assignments)
     if routing is not None:
-        routing.columns = pd.MultiIndex.from_tuples(
-            [(source, behaviour_stats()[0].get(stat, stat)) for stat, source in routing.columns])
-        md += "\n" + to_markdown(routing, f"{suite.title or suite.name}: behaviour on the test "
-                                  "problems (mean per episode, all samples)")
+        md += "\n" + to_markdown(routing, f"{name} [{suite.name}]: behaviour on the test problems "
+                                 f"(mean per episode, all samples), profile {cfg.profile}")
         routing.set_axis(_flat(routing.columns), axis=1).to_csv(
             out_path.with_name(out_path.name + "_behaviour.csv"), float_format="%.3f")
+    if run_dirs:
+        from drmas.report.runs import load_runs
+
+        stab = stability.stability_table(load_runs(run_dirs), k=spike_k, n_boot=n_boot,
+                                         assignments=cfg.assignments)
+        stab = stab.rename(index=lambda m: METHOD_LABEL.get(m, m), level="method")
+        stab.columns = pd.MultiIndex.from_tuples([(a, stability.STATS[s]) for a, s in stab.columns])
+        md += "\n" + to_markdown(stab, f"{name} [{suite.name}]: training stability per agent, "
+                                 f"profile {cfg.profile}", [stability.note(spike_k, n_boot)])
+        as_numbers(stab).to_csv(out_path.with_name(out_path.name + "_stability.csv"),
+                                float_format="%.4f")
     out_path.with_suffix(".md").write_text(md)
-    flat = wide.set_axis(_flat(wide.columns), axis=1)
-    flat.to_csv(out_path.with_suffix(".csv"), float_format="%.2f")
-    out_path.with_suffix(".tex").write_text(flat.to_latex(float_format="%.1f", caption=title,
-                                                          label=f"tab:{suite.name}"))
+    as_numbers(wide).to_csv(out_path.with_suffix(".csv"), float_format="%.2f")
+    tex = as_text(wide).to_latex(caption=title, label=f"tab:{suite.name}")
+    out_path.with_suffix(".tex").write_text(tex.replace("Δ", "$\\Delta$").replace("−", "-"))
     return wide

@@ -31,30 +31,39 @@ def _die_with_parent() -> None:
 
 
 class LocalService:
-    """`drmas serve --index DIR` as a child process; `batch_search` like a BM25Searcher."""
+    """`drmas serve --index DIR` as a child process; `batch_search` like a BM25Searcher.
 
-    def __init__(self, index_dir: str | Path, startup_timeout_s: float = 180.0):
+    `jvm_heap` caps the child's Java heap; `threads` is its search threads per engine call;
+    `deadline_s` bounds each batch (retries included)."""
+
+    def __init__(self, index_dir: str | Path, startup_timeout_s: float = 180.0,
+                 jvm_heap: str = "1g", threads: int = 1, deadline_s: float = 300.0):
         port = free_port()
         self._log = tempfile.TemporaryFile()
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "drmas.cli", "serve", "--index", str(index_dir),
-             "--host", "127.0.0.1", "--port", str(port)],
+             "--host", "127.0.0.1", "--port", str(port), "--jvm-heap", str(jvm_heap),
+             "--threads", str(int(threads))],
             stdout=self._log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
-        self.client = RetrievalClient(f"http://127.0.0.1:{port}", timeout_s=60)
+        self.client = RetrievalClient(f"http://127.0.0.1:{port}", timeout_s=120,
+                                      deadline_s=deadline_s)
         self._wait_ready(startup_timeout_s)
 
     def _wait_ready(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                self._log.seek(0)
-                tail = self._log.read().decode(errors="replace").strip().splitlines()[-1:]
-                raise DrmasError(f"retrieval service exited at start: {' '.join(tail) or self._proc.returncode}")
-            try:
-                self.client.health()
-                return
-            except DrmasError:
-                time.sleep(0.5)
+        # one quick attempt per probe: the service is still loading
+        with RetrievalClient(self.client.url, timeout_s=5, retries=0, deadline_s=5) as probe:
+            while time.monotonic() < deadline:
+                if self._proc.poll() is not None:
+                    self._log.seek(0)
+                    tail = self._log.read().decode(errors="replace").strip().splitlines()[-1:]
+                    raise DrmasError("retrieval service exited at start: "
+                                     f"{' '.join(tail) or self._proc.returncode}")
+                try:
+                    probe.health()
+                    return
+                except DrmasError:
+                    time.sleep(0.5)
         self.close()
         raise DrmasError(f"retrieval service did not answer within {timeout_s:.0f} s")
 
@@ -62,6 +71,7 @@ class LocalService:
         return self.client.batch_search(queries, k)
 
     def close(self) -> None:
+        self.client.close()
         if self._proc.poll() is None:
             self._proc.terminate()
             try:

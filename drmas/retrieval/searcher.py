@@ -6,18 +6,26 @@ exactly the `Doc i(Title: …) …` block upstream puts inside `<information>`.
 
 Java calls go through pyjnius, which attaches every Python thread that touches the JVM and
 never detaches it on its own. A `BM25Searcher` therefore runs all its Java calls on one
-owner thread: it is safe to call from any thread (the HTTP server calls it from one thread
-per request), calls are serialised, and no JVM thread attachments leak.
+owner thread: it is safe to call from any thread, calls are serialised, and no JVM thread
+attachments leak.
+
+One bad query never fails its batch: `search_checked` isolates the queries a search engine
+rejects (e.g. more distinct terms than Lucene's clause limit) and reports an error for each
+of them alone; the others keep exactly the hits a clean batch gives them.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from drmas.errors import DrmasError
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -46,6 +54,62 @@ def format_docs(hits: list[Hit]) -> str:
     return "".join(f"Doc {i}(Title: {h.title}) {h.text}\n" for i, h in enumerate(hits, start=1))
 
 
+def isolate_failures(
+    search: Callable[[list[str]], list[list[Hit]]],
+    search_one: Callable[[str], list[Hit]],
+    queries: list[str],
+) -> tuple[list[list[Hit]], dict[int, str]]:
+    """Hits of every query and an error message for each query that cannot be searched.
+
+    `search` runs a whole batch and fails as a whole if any query fails (Anserini does);
+    on failure the batch is split in halves and each half retried, down to single queries,
+    which `search_one` runs to get that query's own error. With f bad queries among n this
+    costs O(n + f·log n) searches instead of n single ones.
+    """
+    hits: list[list[Hit]] = [[] for _ in queries]
+    errors: dict[int, str] = {}
+
+    def run(lo: int, hi: int) -> None:
+        try:
+            hits[lo:hi] = search(queries[lo:hi])
+            return
+        except Exception as err:  # noqa: BLE001  (any engine error: split and retry)
+            if hi - lo > 1:
+                mid = (lo + hi) // 2
+                run(lo, mid)
+                run(mid, hi)
+                return
+            first = err
+        try:
+            hits[lo] = search_one(queries[lo])
+        except Exception as err:  # noqa: BLE001
+            errors[lo] = query_error_message(err)
+        else:  # it only failed in company: keep the single search's answer
+            log.warning("query %d failed in a batch but not alone (%s)", lo, first)
+
+    if queries:
+        run(0, len(queries))
+    return hits, errors
+
+
+def query_error_message(err: Exception) -> str:
+    """One line saying why a query could not be searched."""
+    classname = str(getattr(err, "classname", "") or "")
+    if classname.endswith("TooManyClauses"):
+        return ("query has more distinct terms than Lucene's clause limit "
+                f"({getattr(err, 'innermessage', '') or 'maxClauseCount'}); shorten it")
+    if isinstance(err, UnicodeError):
+        return f"query is not valid Unicode text ({getattr(err, 'reason', err)})"
+    text = str(getattr(err, "innermessage", None) or err).strip().splitlines()
+    return f"{classname or type(err).__name__}: {text[0] if text else 'no message'}"
+
+
+def warn_errors(errors: dict[int, str]) -> None:
+    """Log each per-query error (callers that only want hits get [] for those queries)."""
+    for i, message in sorted(errors.items()):
+        log.warning("query %d not searched: %s", i, message)
+
+
 def _close_and_detach(searcher) -> None:
     """Close a LuceneSearcher and detach the calling (owner) thread from the JVM."""
     import jnius
@@ -54,25 +118,50 @@ def _close_and_detach(searcher) -> None:
     jnius.detach()
 
 
-class BM25Searcher:
+class Searcher:
+    """What every retriever offers: `search_checked` (hits and per-query errors) is the one
+    a kind implements; `search` and `batch_search` follow from it."""
+
+    def search(self, query: str, k: int = 3) -> list[Hit]:
+        """Top-k hits for one query, best first (an empty or all-stopword query gives [])."""
+        return self.batch_search([query], k=k)[0]
+
+    def batch_search(self, queries: list[str], k: int = 3, threads: int = 1) -> list[list[Hit]]:
+        """Top-k hits for each query, in query order; `threads` search in parallel.
+
+        A query that cannot be searched gets [] and a logged warning (see `search_checked`)."""
+        hits, errors = self.search_checked(queries, k, threads)
+        warn_errors(errors)
+        return hits
+
+    def search_checked(self, queries: list[str], k: int = 3, threads: int = 1
+                       ) -> tuple[list[list[Hit]], dict[int, str]]:
+        raise NotImplementedError
+
+
+class BM25Searcher(Searcher):
     """In-process BM25 over a Lucene index built by `drmas.retrieval.index.build_index`.
 
     k1 = 0.9, b = 0.4 are Anserini's (and Search-R1's BM25 retriever's) defaults.
     """
 
-    def __init__(self, index_dir: str | Path, k1: float = 0.9, b: float = 0.4):
+    kind = "bm25"
+
+    def __init__(self, index_dir: str | Path, k1: float = 0.9, b: float = 0.4,
+                 max_heap: str | None = None):
         index_dir = Path(index_dir)
         if not any(index_dir.glob("segments_*")):
             raise DrmasError(f"no Lucene index at {index_dir} (build it with `drmas index`)")
         self.index_dir = index_dir
         self.k1, self.b = float(k1), float(b)
+        self.max_heap = max_heap
         self._owner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bm25-jvm")
         self._searcher = self._call(self._open)
 
     def _open(self):
         from drmas.retrieval.java import ensure_jvm
 
-        ensure_jvm()
+        ensure_jvm(self.max_heap)
         from pyserini.search.lucene import LuceneSearcher
 
         searcher = LuceneSearcher(str(self.index_dir))
@@ -87,24 +176,26 @@ class BM25Searcher:
     def num_docs(self) -> int:
         return int(self._searcher.num_docs)
 
-    def search(self, query: str, k: int = 3) -> list[Hit]:
-        """Top-k hits for one query, best first (an empty or all-stopword query gives [])."""
-        return self.batch_search([query], k=k)[0]
-
-    def batch_search(self, queries: list[str], k: int = 3, threads: int = 1) -> list[list[Hit]]:
-        """Top-k hits for each query, in query order; `threads` Java threads search in parallel."""
+    def search_checked(self, queries: list[str], k: int = 3, threads: int = 1
+                       ) -> tuple[list[list[Hit]], dict[int, str]]:
+        """(hits per query, {query position: error message}) for the queries that failed."""
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         queries = [str(q) for q in queries]
         if not queries:
-            return []
-        return self._call(self._batch_search, queries, int(k), max(1, int(threads)))
+            return [], {}
+        k, threads = int(k), max(1, int(threads))
+        return self._call(isolate_failures, lambda qs: self._batch_search(qs, k, threads),
+                          lambda q: self._search_one(q, k), queries)
 
     def _batch_search(self, queries: list[str], k: int, threads: int) -> list[list[Hit]]:
         # Query ids are positions, so duplicate queries keep their own slots.
         qids = [str(i) for i in range(len(queries))]
         results = self._searcher.batch_search(queries, qids, k=k, threads=threads)
         return [[self._to_hit(h) for h in results.get(qid, [])] for qid in qids]
+
+    def _search_one(self, query: str, k: int) -> list[Hit]:
+        return [self._to_hit(h) for h in self._searcher.search(query, k=k)]
 
     @staticmethod
     def _to_hit(scored) -> Hit:
@@ -129,3 +220,37 @@ class BM25Searcher:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+KINDS = ("bm25", "dense")
+
+
+def index_kind(index_dir: str | Path) -> str:
+    """"bm25" for a Lucene index folder, "dense" for one built by `drmas index --kind dense`."""
+    index_dir = Path(index_dir)
+    if any(index_dir.glob("segments_*")):
+        return "bm25"
+    from drmas.retrieval.dense import DENSE_META
+
+    if (index_dir / DENSE_META).is_file():
+        return "dense"
+    raise DrmasError(f"no retrieval index at {index_dir} (build it with `drmas index`)")
+
+
+def open_searcher(index_dir: str | Path, kind: str = "auto", encoder: str | Path | None = None,
+                  max_heap: str | None = None, device: str | None = None,
+                  k1: float = 0.9, b: float = 0.4):
+    """A BM25Searcher or DenseSearcher over `index_dir`; kind "auto" reads it from the folder.
+
+    `encoder` overrides the query encoder a dense index names; `max_heap` caps the JVM heap
+    (BM25, and pyserini's import for dense); `device` is where the dense encoder runs."""
+    if kind not in ("auto", *KINDS):
+        raise DrmasError(f"unknown retriever kind {kind!r}; use one of auto, {', '.join(KINDS)}")
+    found = index_kind(index_dir)
+    if kind != "auto" and kind != found:
+        raise DrmasError(f"{index_dir} holds a {found} index, not a {kind} one")
+    if found == "bm25":
+        return BM25Searcher(index_dir, k1=k1, b=b, max_heap=max_heap)
+    from drmas.retrieval.dense import DenseSearcher
+
+    return DenseSearcher(index_dir, encoder=encoder, device=device, max_heap=max_heap)

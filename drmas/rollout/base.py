@@ -1,14 +1,26 @@
-"""The engine protocol every rollout backend implements (transformers here, vLLM later)."""
+"""The engine protocol every rollout backend implements (transformers: `hf.py`; vLLM:
+`vllm.py`; chosen per model by `engines.make_engine`).
+
+A worker group talks to its engine through these calls only: it never reaches into the
+engine's model. After each optimiser step the group pushes its new weights with
+`update_weights` (no restart, no disk); while it trains, `sleep` frees the engine's device
+memory and `wake` brings it back.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Iterable, Protocol, Sequence
+
+import torch
 
 
 @dataclass(frozen=True)
 class Sampling:
-    """Sampling settings of one generate call (per agent, from the config)."""
+    """Sampling settings of one generate call (per agent, from the config).
+
+    temperature <= 0 means greedy; the logprobs reported are then those of softmax(logits).
+    """
 
     temperature: float = 1.0
     top_p: float = 1.0
@@ -17,8 +29,9 @@ class Sampling:
 
 @dataclass
 class Generation:
-    """One completion. `logprobs[i]` is log p(response_ids[i]) under softmax(logits / T),
-    the same quantity the trainer recomputes, so the two can be compared directly."""
+    """One completion. `logprobs[i]` is log p(response_ids[i]) under softmax(logits / T)
+    (T = 1 when greedy), the same quantity the trainer recomputes, so the two can be
+    compared directly."""
 
     text: str
     prompt_ids: list[int]
@@ -28,5 +41,30 @@ class Generation:
 
 
 class Engine(Protocol):
+    #: "hf" or "vllm"
+    kind: str
+    #: the dtype the engine's weights compute in
+    dtype: torch.dtype
+
     def generate(self, prompts: Sequence[list[int]], sampling: Sampling,
-                 seed: int | None = None) -> list[Generation]: ...
+                 seed: int | None = None) -> list[Generation]:
+        """Sample one completion per prompt (token ids); same seed -> same samples."""
+        ...
+
+    def update_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
+        """Take new weights (plain transformers names, LoRA merged) after an optimiser step.
+        An engine that generates with the trainer's own tensors ignores them."""
+        ...
+
+    @property
+    def needs_weights(self) -> bool:
+        """False when the engine generates with the trainer's own tensors."""
+        ...
+
+    def sleep(self) -> None:
+        """Free the engine's device memory (its group is about to train)."""
+        ...
+
+    def wake(self) -> None:
+        """Undo `sleep` before the next `update_weights` / `generate`."""
+        ...

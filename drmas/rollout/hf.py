@@ -2,12 +2,18 @@
 
 A hand-written decode loop rather than `model.generate`, because RL needs exactly three
 things `generate` makes awkward: per-token logprobs of the sampled tokens, an explicit seeded
-generator (same seed -> same samples on CPU), and top-p applied the same way every time.
+generator (same seed -> same samples on a given device), and top-p applied the same way
+every time. Every tensor it makes lives on the model's device, the generator too.
+
+It generates with the trainer's own model when the dtypes agree (no copy, nothing to sync);
+otherwise (bf16 rollout of float32 master weights) with its own cast copy, refreshed by
+`update_weights` and moved off the GPU by `sleep`.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+import copy
+from typing import Iterable, Sequence
 
 import torch
 
@@ -16,10 +22,12 @@ from drmas.rollout.base import Generation, Sampling
 
 def sample_tokens(logits: torch.Tensor, sampling: Sampling,
                   generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sample one token per row; return (tokens, logprob of each under softmax(logits / T))."""
-    logits = logits.float() / max(sampling.temperature, 1e-6)
+    """Sample one token per row; return (tokens, logprob of each under softmax(logits / T)).
+    Greedy (T <= 0): the argmax and its logprob under softmax(logits)."""
+    greedy = sampling.temperature <= 0
+    logits = logits.float() / (1.0 if greedy else sampling.temperature)
     logprobs = torch.log_softmax(logits, dim=-1)
-    if sampling.temperature <= 0:
+    if greedy:
         tokens = logits.argmax(-1)
     else:
         probs = logprobs.exp()
@@ -32,18 +40,61 @@ def sample_tokens(logits: torch.Tensor, sampling: Sampling,
     return tokens, logprobs.gather(-1, tokens[:, None]).squeeze(-1)
 
 
-class HFEngine:
-    """Generates with a transformers causal LM it shares with the trainer (no weight copy)."""
+def model_device(model) -> torch.device:
+    return next(model.parameters()).device
 
-    def __init__(self, model, tokenizer, batch_size: int = 256):
-        self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
+
+def plain_copy(model, dtype: torch.dtype):
+    """A frozen copy of `model` in `dtype`, LoRA adapters merged (plain transformers names)."""
+    if hasattr(model, "merge_and_unload"):
+        return copy.deepcopy(model).merge_and_unload().to(dtype).requires_grad_(False)
+    return copy.deepcopy(model).to(dtype).requires_grad_(False)
+
+
+class HFEngine:
+    """Generates with a transformers causal LM: the trainer's own (`dtype` None or equal to
+    the model's) or a copy in `dtype`."""
+
+    kind = "hf"
+
+    def __init__(self, model, tokenizer, batch_size: int = 256, dtype: torch.dtype | None = None):
+        self.owns = dtype is not None and dtype != next(model.parameters()).dtype
+        self.model = plain_copy(model, dtype) if self.owns else model
+        self.tokenizer, self.batch_size = tokenizer, batch_size
+        self.dtype = next(self.model.parameters()).dtype
+        self.device = model_device(self.model)
         self.eos_id = tokenizer.eos_token_id
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_id
 
+    # -- weights and memory ----------------------------------------------------------------
+    @property
+    def needs_weights(self) -> bool:
+        return self.owns
+
+    @torch.no_grad()
+    def update_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
+        if not self.owns:
+            return
+        own = self.model.state_dict()
+        for name, value in weights:
+            if name not in own:
+                raise KeyError(f"the engine's model has no weight {name!r}")
+            own[name].copy_(value)
+
+    def sleep(self) -> None:
+        if self.owns and self.device.type == "cuda":
+            self.model.to("cpu")
+            torch.cuda.empty_cache()
+
+    def wake(self) -> None:
+        if self.owns and self.device.type == "cuda":
+            self.model.to(self.device)
+
+    # -- sampling --------------------------------------------------------------------------
     @torch.no_grad()
     def generate(self, prompts: Sequence[list[int]], sampling: Sampling,
                  seed: int | None = None) -> list[Generation]:
-        generator = torch.Generator().manual_seed(0 if seed is None else seed)
+        generator = torch.Generator(device=self.device).manual_seed(0 if seed is None else seed)
         out: list[Generation] = []
         for start in range(0, len(prompts), self.batch_size):
             out += self._generate_batch(prompts[start:start + self.batch_size], sampling, generator)
@@ -52,15 +103,18 @@ class HFEngine:
     def _generate_batch(self, prompts, sampling: Sampling, generator) -> list[Generation]:
         was_training = self.model.training
         self.model.eval()
+        dev = self.device
         batch, width = len(prompts), max(len(p) for p in prompts)
         ids = torch.full((batch, width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((batch, width), dtype=torch.long)
         for i, p in enumerate(prompts):                      # left padding
             ids[i, width - len(p):] = torch.tensor(p)
             mask[i, width - len(p):] = 1
+        ids, mask = ids.to(dev), mask.to(dev)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         past, new_tokens, new_logprobs = None, [], []
-        done = torch.zeros(batch, dtype=torch.bool)
+        done = torch.zeros(batch, dtype=torch.bool, device=dev)
+        ones = torch.ones((batch, 1), dtype=torch.long, device=dev)
         step_ids = ids
         for _ in range(sampling.max_tokens):
             out = self.model(input_ids=step_ids, attention_mask=mask, position_ids=positions,
@@ -74,10 +128,11 @@ class HFEngine:
             if bool(done.all()):
                 break
             step_ids = tokens[:, None]
-            mask = torch.cat([mask, torch.ones((batch, 1), dtype=torch.long)], dim=1)
+            mask = torch.cat([mask, ones], dim=1)
             positions = positions[:, -1:] + 1
         self.model.train(was_training)
-        return self._unpack(prompts, torch.stack(new_tokens, 1), torch.stack(new_logprobs, 1))
+        return self._unpack(prompts, torch.stack(new_tokens, 1).cpu(),
+                            torch.stack(new_logprobs, 1).cpu())
 
     def _unpack(self, prompts, tokens: torch.Tensor, logprobs: torch.Tensor) -> list[Generation]:
         gens = []

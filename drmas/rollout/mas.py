@@ -19,10 +19,10 @@ def derived_seed(*parts) -> int:
     return zlib.crc32("/".join(map(str, parts)).encode()) & 0x7FFFFFFF
 
 
-def make_retriever_for(suite, index: str | None = None, url: str | None = None):
+def make_retriever_for(suite, index: str | None = None, url: str | None = None, settings=None):
     """The retriever a searching MAS uses: a service at `url`, or a private service over
     `index` in a child process (never a JVM inside a process that runs Ray: see
-    drmas/retrieval/local.py)."""
+    drmas/retrieval/local.py); `settings` is the config's `retrieval:` block."""
     if not suite.retrieval:
         return None
     from drmas.errors import ConfigError
@@ -31,7 +31,15 @@ def make_retriever_for(suite, index: str | None = None, url: str | None = None):
 
     if not (index or url):
         raise ConfigError(f"suite {suite.name!r} searches an index: pass --index or --retriever-url")
-    return RetrievalClient(url) if url else LocalService(index)
+    if settings is None:
+        from drmas.config import RetrievalConfig
+        settings = RetrievalConfig()
+    client = dict(timeout_s=settings.timeout_s, retries=settings.retries,
+                  deadline_s=settings.deadline_s)
+    if url:
+        return RetrievalClient(url, **client)
+    return LocalService(index, jvm_heap=settings.jvm_heap, threads=settings.threads,
+                        deadline_s=settings.deadline_s)
 
 
 def build_orchestra(suite, retriever=None, prompt_set: str = "compact"):

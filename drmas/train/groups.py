@@ -63,6 +63,13 @@ def _first_difference(a: TrainConfig, b: TrainConfig) -> str:
     return next(k for k in da if da[k] != db[k])
 
 
+def engine_options(cfg: Config, model: str, overrides: dict | None = None) -> dict:
+    """{"engine", "dtype"} of a model: its `engine:` and `dtype:` keys under `models:`, with
+    `overrides` (the same keys, from a caller such as `drmas check gpu`) over them."""
+    spec = cfg.models[model]
+    return {"engine": spec.engine, "dtype": spec.dtype, **(overrides or {})}
+
+
 def model_dir(cfg: Config, suite: str, model: str) -> Path:
     """Where the warm-started (tiny) or pretrained model of a suite lives."""
     spec = cfg.models[model]

@@ -55,8 +55,9 @@ def response_logprobs(model, ids: torch.Tensor, attn: torch.Tensor, temperature:
     logp_all = torch.log_softmax(logits, dim=-1)
     logprobs = logp_all.gather(-1, ids[:, 1:, None]).squeeze(-1)
     entropy = None
-    if with_entropy:
-        entropy = -(logp_all.exp() * logp_all).sum(-1)
+    if with_entropy:                 # a logged metric, never differentiated: no graph for it
+        with torch.no_grad():
+            entropy = -(logp_all.exp() * logp_all).sum(-1)
     return logprobs, entropy
 
 

@@ -116,6 +116,12 @@ def _visible_gpus() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
+def local_device(res: ResourceConfig) -> str:
+    """The device of in-process groups (local backend, evaluation): the GPU when there is
+    one and the profile does not set `num_gpus: 0`."""
+    return "cuda" if _visible_gpus() and res.num_gpus != 0 else "cpu"
+
+
 class _Actor:
     """The process behind one rank: builds its `GroupWorker` once the process group is up and
     runs any of its methods, reporting how long the work itself took (to isolate Ray's own
@@ -161,7 +167,8 @@ class RayGroup:
     """One worker group as W Ray actors (a torch.distributed group, FSDP2 when W > 1)."""
 
     def __init__(self, name: str, model_path, agents: Sequence[str], settings: TrainConfig,
-                 pool: ResourcePool, slots: list[Slot], eval_batch: int = 256, encoding=None):
+                 pool: ResourcePool, slots: list[Slot], eval_batch: int = 256, encoding=None,
+                 options: dict | None = None):
         """Start the actors and their setup; `ready()` waits for it (so that several groups
         load their models at the same time)."""
         import ray
@@ -178,7 +185,7 @@ class RayGroup:
         addr, port = ray.get(self.actors[0].address.remote()) if self.world > 1 else ("", 0)
         kwargs = dict(name=name, model_path=str(model_path), agents=list(agents),
                       settings=settings, eval_batch=eval_batch, offload_engine=pool.colocated,
-                      encoding=encoding)
+                      encoding=encoding, **(options or {}))
         self._setup = [a.setup.remote(addr, port, r, self.world, kwargs)
                        for r, a in enumerate(self.actors)]
 
@@ -235,6 +242,16 @@ class RayGroup:
     def sync(self) -> float:
         return max(self._all("sync"))
 
+    def ref_logprobs(self, rows: list[dict]) -> list[list[float]]:
+        """Reference logprobs (KL in reward): every rank holds the whole reference model, so
+        the rows are split into W contiguous shares, one per rank."""
+        per = -(-len(rows) // self.world)
+        args = [(rows[r * per:(r + 1) * per],) for r in range(self.world)]
+        return [lp for out in self._collect(self._submit("ref_logprobs", args)) for lp in out]
+
+    def reference_digest(self) -> str | None:
+        return self._all("reference_digest")[0]
+
     def describe(self) -> dict:
         return self._all("describe")[0]
 
@@ -263,20 +280,25 @@ class RayGroup:
 
 
 def make_groups(plan: dict, paths: dict, res: ResourceConfig, threads: int,
-                eval_batch: int = 256):
+                eval_batch: int = 256, options: dict | None = None):
     """Build every group of `plan` ({group: {"agents", "settings"}}) from `paths`
-    ({group: model dir}) on the configured backend; returns (groups, pool or None)."""
+    ({group: model dir}) on the configured backend; returns (groups, pool or None).
+    `options` ({group: {"engine", "dtype"}}, see `groups.engine_options`) go to the workers."""
+    options = options or {}
     if res.backend == "local":
         from drmas.train.workers import LocalGroup
 
+        device = local_device(res)
         return {g: LocalGroup(g, paths[g], spec["agents"], spec["settings"], eval_batch,
-                              encoding=spec.get("encoding"))
+                              encoding=spec.get("encoding"), device=device,
+                              offload_engine=device == "cuda", **options.get(g, {}))
                 for g, spec in plan.items()}, None
     pool = ResourcePool(res, threads)
     try:
         slots = pool.reserve(list(plan))
         groups = {g: RayGroup(g, paths[g], spec["agents"], spec["settings"], pool, slots[g],
-                              eval_batch, encoding=spec.get("encoding")) for g, spec in plan.items()}
+                              eval_batch, encoding=spec.get("encoding"), options=options.get(g))
+                  for g, spec in plan.items()}
         for grp in groups.values():
             grp.ready()
     except BaseException:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import torch
 
 from drmas.errors import ConfigError
+from drmas.precision import autocast, resolve_dtype
 from drmas.progress import bar as progress_bar
 from drmas.train.logprobs import length_chunks, pack, response_logprobs
 
@@ -68,14 +69,18 @@ def encode_response(tokenizer, text: str) -> list[int]:
 
 
 def sft(model, tokenizer, traces, *, steps: int, batch_size: int, lr: float, seed: int,
-        desc: str = "warmstart", bf16: bool = True, micro_batch_tokens: int = 1024) -> list[float]:
+        desc: str = "warmstart", dtype: str = "auto", micro_batch_tokens: int = 1024) -> list[float]:
     """Train `model` in place on (agent, messages, response) traces; return per-step losses.
 
-    AdamW with linear warm-up (5%) and cosine decay, gradient clipping at 1.0; bf16 autocast
-    (float32 master weights) by default, the biggest speed lever on CPU. Each batch runs as
+    AdamW with linear warm-up (5%) and cosine decay, gradient clipping at 1.0. Float32 master
+    weights; with `dtype` bfloat16 (or auto on hardware that runs bf16 fast: AMX, AVX-512-BF16,
+    CUDA; drmas/precision.py) the forward/backward runs under bf16 autocast, the biggest
+    speed lever there, and a several-fold slowdown elsewhere. Each batch runs as
     micro-batches of rows of similar length (`length_chunks`, at most `micro_batch_tokens`
     padded tokens each); the loss is the mean over the whole batch's response tokens.
     """
+    device = next(model.parameters()).device
+    compute, _ = resolve_dtype(dtype, device)
     rng = random.Random(seed)
     torch.manual_seed(seed)
     data = [(encode_prompt(tokenizer, m), encode_response(tokenizer, r)) for _, m, r in traces]
@@ -92,9 +97,9 @@ def sft(model, tokenizer, traces, *, steps: int, batch_size: int, lr: float, see
         opt.zero_grad(set_to_none=True)
         loss = 0.0
         for chunk in length_chunks([len(p) + len(r) for p, r in batch], batch_size, micro_batch_tokens):
-            ids, attn, resp = pack([batch[i][0] for i in chunk], [batch[i][1] for i in chunk],
-                                   tokenizer.pad_token_id)
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            ids, attn, resp = (t.to(device) for t in pack(
+                [batch[i][0] for i in chunk], [batch[i][1] for i in chunk], tokenizer.pad_token_id))
+            with autocast(device, compute):
                 logprobs, _ = response_logprobs(model, ids, attn)
             part = -(logprobs * resp).sum() / n_tokens
             part.backward()

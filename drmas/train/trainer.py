@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from drmas.algos.advantages import compute_advantages, group_stats, method_modes
+from drmas.algos.advantages import compute_advantages, lemma_diagnostics, method_modes
 from drmas.config import Config, Suite
 from drmas.errors import ConfigError, DrmasError
 from drmas.progress import bar as progress_bar
@@ -28,9 +28,10 @@ from drmas.rollout.base import Sampling
 from drmas.rollout.mas import build_orchestra, derived_seed, run_mas, score_episodes
 from drmas.stages import changed_keys, digest, train_key
 from drmas.train import checkpoint
-from drmas.train.groups import model_dir, plan_groups
+from drmas.train.groups import engine_options, model_dir, plan_groups
 from drmas.train.pool import make_groups
 from drmas.train.schedule import group_uids, steps_for_epochs
+from drmas.train.shaping import RowShaping
 
 #: metrics keys that measure the machine, not the run: they differ between identical runs
 VOLATILE = ("time", "tokens_per_s", "update_tokens_per_s", "memory")
@@ -64,7 +65,7 @@ class ProblemSampler:
 
 
 def episode_rows(episodes, team_rewards, penalty: float, agent_group: dict, n: int) -> list[dict]:
-    """One row per agent call (DESIGN, "Rollout row")."""
+    """One row per agent call (ARCHITECTURE.md, "Data contracts": rollout row)."""
     rows = []
     for e, (ep, reward) in enumerate(zip(episodes, team_rewards)):
         for t in ep.turns:
@@ -115,10 +116,11 @@ class Trainer:
 
     def __init__(self, cfg: Config, suite: Suite, assignment: str, method: str, seed: int,
                  train_rows: list[dict], out_dir: str | Path, retriever=None,
-                 checkpoints: str | Path | None = None):
+                 checkpoints: str | Path | None = None, engine_overrides: dict | None = None):
+        """`engine_overrides`: {"engine", "dtype"} for every group, over the models' own."""
         self.cfg, self.suite, self.method, self.seed = cfg, suite, method, seed
         self.assignment = assignment
-        self.mean_by, self.std_by = method_modes(method)
+        self.mean_by, self.std_by = method_modes(cfg.method(method).estimator)
         self.out = Path(out_dir)
         self.ckpt_root = Path(checkpoints) if checkpoints else self.out / "checkpoints"
         self.plan = plan_groups(cfg, assignment, suite.agents)
@@ -127,6 +129,7 @@ class Trainer:
         self.orchestra = build_orchestra(suite, retriever, prompt_set=cfg.prompt_set)
         self.reward = get_reward(suite.reward)
         self.sampler = ProblemSampler(train_rows, self.train.prompts_per_step, seed)
+        self.shaping = RowShaping(self.train)     # KL in reward, loss balance (off by default)
         base_dirs = {g: model_dir(cfg, suite.name, s["model"]) for g, s in self.plan.items()}
         self.identity = run_identity(cfg, suite, assignment, method, seed)
         self.identity_hash = digest(self.identity)
@@ -135,7 +138,10 @@ class Trainer:
         self.bar = progress_bar(total=self.total_steps(), desc=job, job=job, mininterval=2,
                                 postfix="starting")
         t0 = time.perf_counter()
-        self.groups, self.pool = make_groups(self.plan, base_dirs, cfg.resources, cfg.threads)
+        self.groups, self.pool = make_groups(
+            self.plan, base_dirs, cfg.resources, cfg.threads,
+            options={g: engine_options(cfg, s["model"], engine_overrides)
+                     for g, s in self.plan.items()})
         self.startup = {"groups_s": time.perf_counter() - t0,
                         "ray_start_s": self.pool.start_s if self.pool else 0.0}
         self.step = 0
@@ -187,12 +193,16 @@ class Trainer:
         team = score_episodes(episodes, self.reward)
         rows = episode_rows(episodes, team, self.suite.invalid_penalty, self.agent_group, n)
         lap("reward")
+        shaping = {"kl_ctrl": self.shaping.apply_kl(rows, self.groups)}
+        if shaping["kl_ctrl"] is not None:
+            lap("reference")
         cols = {k: [r[k] for r in rows] for k in ("uid", "traj_uid", "agent", "score")}
         adv = compute_advantages(np.asarray(cols["score"]), cols["uid"], cols["traj_uid"],
                                  cols["agent"], mean_by=self.mean_by, std_by=self.std_by,
                                  norm_by_std=self.train.norm_by_std)
         for row, a in zip(rows, adv.tolist()):
             row["advantage"] = a
+        shaping["loss_balance"] = self.shaping.add_loss_weights(rows)
         lap("advantages")
         group_metrics = self._update(rows)
         lap("update")
@@ -205,12 +215,14 @@ class Trainer:
         self.step += 1
         m = self._metrics(episodes, team, rows, group_metrics, cols, times)
         m["memory"] = memory
+        m.update({k: v for k, v in shaping.items() if v is not None})
         return m
 
     def _update(self, rows: list[dict]) -> dict:
         """Each group updates on its own rows only; groups on disjoint slices of the pool
         update side by side, colocated ones take turns."""
         keys = ("agent", "prompt_ids", "response_ids", "logprobs", "advantage")
+        keys += ("loss_weight",) if rows and "loss_weight" in rows[0] else ()
         mine = {g: [{k: r[k] for k in keys} for r in rows if r["group"] == g] for g in self.groups}
         seeds = {g: derived_seed(self.seed, "update", self.step, g) for g in self.groups}
         if self.pool is not None and not self.pool.colocated:
@@ -231,14 +243,17 @@ class Trainer:
                               "absmax": max((abs(r["advantage"]) for r in mine), default=0.0)},
                 "response_len": float(np.mean([len(r["response_ids"]) for r in mine])) if mine else 0.0,
                 "grad_norm": g.get("agent_grad_norm", {}).get(agent),
+                "clip_frac": g.get("agent_clip_frac", {}).get(agent),
+                "approx_kl": g.get("agent_approx_kl", {}).get(agent),
             }
         for g in group_metrics.values():
-            g.pop("agent_grad_norm", None)
+            for key in ("agent_grad_norm", "agent_clip_frac", "agent_approx_kl"):
+                g.pop(key, None)
         tokens = sum(len(r["response_ids"]) for r in rows)
         return {"step": self.step, "team_reward": _stats(team), "agents": agents,
                 "groups": group_metrics,
-                "theory": group_stats(np.asarray(cols["score"]), cols["uid"], cols["traj_uid"],
-                                      cols["agent"]),
+                "adv_diag": lemma_diagnostics(np.asarray(cols["score"]), cols["uid"],
+                                              cols["traj_uid"], cols["agent"]),
                 "episodes": {k: float(np.mean([ep.info.get(k, 0) for ep in episodes]))
                              for k in episodes[0].info} if episodes else {},
                 "rows": len(rows), "tokens_per_s": tokens / max(timings["generate"], 1e-9),
@@ -247,9 +262,11 @@ class Trainer:
 
     # -- checkpoints ---------------------------------------------------------------------
     def save(self, path: Path, final: bool = False) -> None:
-        checkpoint.save(path, self.groups, {"step": self.step, "sampler": self.sampler.state(),
-                                            "groups": self.plan_summary(),
-                                            "identity_hash": self.identity_hash},
+        state = {"step": self.step, "sampler": self.sampler.state(),
+                 "groups": self.plan_summary(), "identity_hash": self.identity_hash}
+        if (shaping := self.shaping.state(self.groups)) is not None:
+            state["shaping"] = shaping               # beta and the reference digests
+        checkpoint.save(path, self.groups, state,
                         with_optimizer=not final,
                         metrics=None if final else self.out / "metrics.jsonl")
 
@@ -316,6 +333,7 @@ class Trainer:
             for g, grp in self.groups.items():
                 grp.load(ckpt / g)
             checkpoint.restore_driver_rng(ckpt)
+            self.shaping.load_state(state.get("shaping"), self.groups)
         except Exception as exc:    # a torn file that verify could not see (old checkpoints)
             lines = [l for l in str(exc).splitlines() if l.strip()] or [type(exc).__name__]
             return f"cannot be loaded ({lines[-1].strip()[:200]})"

@@ -5,10 +5,16 @@ The trainer talks to a group through plain-data calls (`generate`, `update`, `sy
 `load`, `stats`), so the same code runs in the driver process (`LocalGroup`, one worker) or
 as W Ray actors (`pool.RayGroup`), one `GroupWorker` per rank.
 
-With W = 1 the engine generates with the training weights themselves. With W > 1 the
-training model is sharded with FSDP2 and every rank keeps a full-weight copy for its engine,
-refreshed from the shards after each update (`sync`); each rank generates its share of the
-prompts and backpropagates its share of every micro-batch.
+The group owns the weights; its rollout engine (`rollout.engines.make_engine`: transformers
+or vLLM) is reached only through the engine protocol (`rollout/base.py`). With W = 1 and a
+transformers engine in the training dtype, the engine generates with the training weights
+themselves. With W > 1 the training model is sharded with FSDP2 and every rank keeps a
+full-weight replica, refreshed from the shards after each update (`sync`); each rank generates
+its share of the prompts and backpropagates its share of every micro-batch. An engine with
+weights of its own (bf16 rollout, vLLM) gets the new weights pushed by `sync`.
+
+Precision (`precision.resolve_dtype`): float32 master weights always; with bf16 the engine
+holds bf16 weights and training runs under bf16 autocast.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import copy
 import math
 import random
 import resource
+import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -29,10 +36,12 @@ from drmas.algos.loss import LossOptions, policy_loss
 from drmas.config import TrainConfig
 from drmas.mas.base import Messages
 from drmas.modeling import load_model, load_tokenizer
+from drmas.precision import autocast, dtype_name, resolve_dtype
 from drmas.rollout.base import Generation, Sampling
-from drmas.rollout.hf import HFEngine
+from drmas.rollout.engines import make_engine
 from drmas.train import dist
 from drmas.train.logprobs import length_chunks, pack, response_logprobs
+from drmas.train.reference import ReferencePolicy
 from drmas.train.sft import PromptEncoding, encode_prompt
 
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj"]
@@ -62,6 +71,12 @@ def mergeable(model):
     if hasattr(model, "merge_and_unload"):
         return copy.deepcopy(model).merge_and_unload()
     return model
+
+
+def plain_weights(model):
+    """(name, tensor) of `model`'s full weights under plain transformers names (LoRA merged
+    into a copy): what an engine with weights of its own loads."""
+    return mergeable(model).state_dict().items()
 
 
 def minibatches(n_rows: int, n_mini: int, seed: int) -> list[list[int]]:
@@ -95,20 +110,30 @@ class GroupWorker:
     def __init__(self, name: str, model_path: str | Path, agents: Sequence[str],
                  settings: TrainConfig, eval_batch: int = 256, trainable: bool = True,
                  rank: int = 0, world: int = 1, device: str = "cpu", offload_engine: bool = False,
-                 encoding: PromptEncoding | None = None):
+                 encoding: PromptEncoding | None = None, engine: str = "hf",
+                 dtype: str = "float32", seed: int = 0):
+        """`engine`: hf | vllm; `dtype`: auto | float32 | bfloat16 (see drmas/precision.py);
+        `offload_engine`: let the engine sleep (free its GPU memory) while the group trains."""
         self.name, self.agents, self.settings = name, list(agents), settings
         self.encoding = encoding or PromptEncoding()    # chat-template kwargs, prompt cap
         self.rank, self.world, self.device = rank, world, torch.device(device)
         self.offload_engine = offload_engine and self.device.type == "cuda"
+        self.dtype, self.dtype_reason = resolve_dtype(dtype, self.device)
         self.tokenizer = load_tokenizer(model_path)
         model = load_model(model_path)    # evaluation loads merged weights: no adapters
+        self.reference = ReferencePolicy.build(model, self.tokenizer.pad_token_id, settings,
+                                               self.device, trainable)   # KL in reward only
         self.model = (with_lora(model, settings) if trainable else model).to(self.device)
         self.model.eval()
-        engine_model = self.model
-        if world > 1:                       # the engine keeps full weights; training is sharded
-            engine_model = copy.deepcopy(self.model).requires_grad_(False)
+        self.replica = None                 # W > 1: full weights beside the shards
+        if world > 1:
+            self.replica = copy.deepcopy(self.model).requires_grad_(False)
             dist.shard(self.model)
-        self.engine = HFEngine(engine_model, self.tokenizer, batch_size=eval_batch)
+        self.engine = make_engine(engine, self.full_model, self.tokenizer, model_path=model_path,
+                                  dtype=self.dtype, batch_size=eval_batch,
+                                  seed=seed + rank, sleep_mode=self.offload_engine)
+        print(f"group {name} rank {rank}: {engine} engine, {dtype_name(self.dtype)} "
+              f"({self.dtype_reason}) on {self.device}", file=sys.stderr)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = (torch.optim.AdamW(self.params, lr=settings.lr,
                                             weight_decay=settings.weight_decay)
@@ -122,6 +147,13 @@ class GroupWorker:
         ids = [encode_prompt(self.tokenizer, m, self.encoding) for m in prompts]
         return self.engine.generate(ids, sampling, seed=seed)
 
+    # -- reference model (KL in reward: drmas/train/reference.py) ------------------------
+    def ref_logprobs(self, rows: list[dict]) -> list[list[float]]:
+        return self.reference.logprobs(rows)
+
+    def reference_digest(self) -> str | None:
+        return self.reference.digest() if self.reference is not None else None
+
     # -- training ------------------------------------------------------------------------
     def update(self, rows: list[dict], seed: int) -> dict:
         """PPO-clip update on the group's rows (`prompt_ids`, `response_ids`, `advantage`,
@@ -130,7 +162,8 @@ class GroupWorker:
 
         Returns per-group metrics and, per agent, the norm of that agent's share of the
         gradient (before clipping), averaged over mini-batches: with a shared model the group
-        norm alone would hide which agent spiked. Identical on every rank.
+        norm alone would hide which agent spiked; and per agent its clip fraction and approx
+        KL (token means over its rows, as the group's). Identical on every rank.
         """
         s = self.settings
         if not rows:
@@ -144,6 +177,7 @@ class GroupWorker:
         old = self._old_logprobs(rows, plan)
         totals = {"loss": 0.0, "clip_frac": 0.0, "approx_kl": 0.0, "entropy": 0.0, "tokens": 0}
         norms, agent_norms, skipped = [], {a: [] for a in self.agents}, 0
+        per_agent = {a: {"clip_frac": 0.0, "approx_kl": 0.0, "tokens": 0} for a in self.agents}
         self.model.train()
         for mini, agents in zip(minis, plan):
             n_micro = sum(len(rank_chunks([i for i in mini if rows[i]["agent"] == a], 0, 1,
@@ -155,7 +189,8 @@ class GroupWorker:
             before = self._grads()
             for agent, chunks in agents:       # agent by agent: exact per-agent norms
                 for chunk in chunks:
-                    self._backward([rows[i] for i in chunk], [old[i] for i in chunk], denom, totals)
+                    self._backward([rows[i] for i in chunk], [old[i] for i in chunk], denom, totals,
+                                   per_agent[agent])
                 if chunks:
                     after = self._grads()
                     diff = dist.all_sum([sum(float((a - b).double().pow(2).sum())
@@ -177,6 +212,11 @@ class GroupWorker:
         out.update(rows=len(rows), grad_norm=sum(norms) / len(norms), grad_norm_max=max(norms),
                    skipped_steps=skipped,
                    agent_grad_norm={a: sum(v) / len(v) for a, v in agent_norms.items() if v})
+        summed = dist.all_sum([v for a in self.agents for v in per_agent[a].values()])
+        for a, (clip, kl, n) in zip(self.agents, zip(*[iter(summed)] * 3)):
+            if n:
+                out.setdefault("agent_clip_frac", {})[a] = clip / n
+                out.setdefault("agent_approx_kl", {})[a] = kl / n
         return out
 
     def _grads(self) -> list[torch.Tensor]:
@@ -187,10 +227,11 @@ class GroupWorker:
     @torch.no_grad()
     def _old_logprobs(self, rows: list[dict], plan) -> dict[int, torch.Tensor]:
         """Logprobs of the behaviour policy for this rank's rows. The engine's own when it
-        computes them like the trainer (it holds these very weights); else recomputed with the
-        trainer before any step (`recompute_logprobs`, e.g. for vLLM)."""
+        computes them like the trainer (it generates with these very tensors); else recomputed
+        with the trainer before any step: when `recompute_logprobs` asks for it, and always
+        for an engine with weights of its own (vLLM, a bf16 copy), whose numerics differ."""
         chunks = [chunk for agents in plan for _, cs in agents for chunk in cs]
-        if not self.settings.recompute_logprobs:
+        if not (self.settings.recompute_logprobs or self.engine.needs_weights):
             return {i: torch.tensor(rows[i]["logprobs"], dtype=torch.float32)
                     for chunk in chunks for i in chunk}
         out = {}
@@ -199,7 +240,8 @@ class GroupWorker:
                 self._dummy_forward()
                 continue
             ids, attn, resp = self._pack([rows[i] for i in chunk])
-            lp, _ = response_logprobs(self.model, ids, attn, self.settings.temperature)
+            with autocast(self.device, self.dtype):
+                lp, _ = response_logprobs(self.model, ids, attn, self.settings.temperature)
             out.update({i: lp[b][resp[b] > 0].cpu() for b, i in enumerate(chunk)})
         return out
 
@@ -211,29 +253,36 @@ class GroupWorker:
     def _dummy_forward(self, backward: bool = False) -> None:
         """Join the collectives of a micro-batch this rank has no rows for (zero gradient)."""
         ids = torch.full((1, 2), self.tokenizer.pad_token_id, dtype=torch.long, device=self.device)
-        logits = self.model(input_ids=ids, use_cache=False).logits
+        with autocast(self.device, self.dtype):
+            logits = self.model(input_ids=ids, use_cache=False).logits
         if backward:
             (logits.float().sum() * 0.0).backward()
 
-    def _backward(self, rows: list[dict], old: list[torch.Tensor], denom, totals: dict):
+    def _backward(self, rows: list[dict], old: list[torch.Tensor], denom, totals: dict,
+                  agent_totals: dict | None = None):
         """Backpropagate one micro-batch; `denom(micro_tokens)` divides its summed token
-        losses (`LossScale`: the mini-batch's aggregate, see drmas/algos/loss.py)."""
+        losses (`LossScale`: the mini-batch's aggregate, see drmas/algos/loss.py);
+        `agent_totals` collects this agent's clip fraction and KL (token-weighted)."""
         if not rows:
             if self.world > 1:
                 self._dummy_forward(backward=True)
             return
         ids, attn, resp = self._pack(rows)
-        lp, entropy = response_logprobs(self.model, ids, attn, self.settings.temperature,
-                                        with_entropy=True)
+        with autocast(self.device, self.dtype):
+            lp, entropy = response_logprobs(self.model, ids, attn, self.settings.temperature,
+                                            with_entropy=True)
         old_full = torch.zeros_like(lp)
         for b, o in enumerate(old):
             old_full[b][resp[b] > 0] = o.to(self.device)
         adv = torch.tensor([r["advantage"] for r in rows], dtype=torch.float32, device=self.device)
+        weights = (torch.tensor([r["loss_weight"] for r in rows], device=self.device)
+                   if "loss_weight" in rows[0] else None)      # loss balance (algos/balance.py)
         opts, denom = LossOptions.of(self.settings), denom(float(resp.sum()))
         loss, m = policy_loss(lp, old_full, adv, resp, clip_low=self.settings.clip_low,
                               clip_high=self.settings.clip_high, dual_clip=self.settings.dual_clip,
                               entropy=entropy if opts.entropy_coeff else entropy.detach(), denom=denom,
-                              entropy_coeff=opts.entropy_coeff, log_ratio_clamp=opts.log_ratio_clamp)
+                              entropy_coeff=opts.entropy_coeff, log_ratio_clamp=opts.log_ratio_clamp,
+                              row_weights=weights)
         # FSDP averages gradients over ranks; the loss is a sum over all ranks' tokens / denom
         (loss * self.world).backward()
         n = m["n_tokens"]
@@ -241,33 +290,51 @@ class GroupWorker:
         for key in ("clip_frac", "approx_kl", "entropy"):
             totals[key] += m[key] * n
         totals["tokens"] += n
+        if agent_totals is not None:
+            for key in ("clip_frac", "approx_kl"):
+                agent_totals[key] += m[key] * n
+            agent_totals["tokens"] += n
 
     # -- engine weights and memory ----------------------------------------------------------
+    @property
+    def full_model(self):
+        """The trained weights, unsharded (the replica when W > 1): what is saved and what
+        an engine with weights of its own is refreshed from."""
+        return self.replica if self.replica is not None else self.model
+
     def sync(self) -> float:
-        """Refresh the engine's full weights from the trained shards; seconds spent (0 when
-        the engine shares the training weights)."""
+        """Bring the new weights to the engine (through the replica when sharded); seconds
+        spent (about 0 when the engine generates with the training weights themselves)."""
         t0 = time.perf_counter()
+        self.wake()
         if self.world > 1:
             lora = self.settings.lora_rank > 0
             state = dist.full_state(self.model, trainable_only=lora)
-            self.wake()
-            dist.load_full_state(self.engine.model, state, sharded=False)
+            dist.load_full_state(self.replica, state, sharded=False)
+        if self.engine.needs_weights:
+            self.engine.update_weights(plain_weights(self.full_model))
         return time.perf_counter() - t0
 
     def sleep(self) -> None:
-        """Free the engine's device memory while the group trains (GPU, own engine copy)."""
-        if self.offload_engine and self.world > 1:
-            self.engine.model.to("cpu")
-            torch.cuda.empty_cache()
+        """Free the engine's (and the replica's) device memory while the group trains."""
+        if self.offload_engine:
+            self.engine.sleep()
+            if self.replica is not None:
+                self.replica.to("cpu")
+                torch.cuda.empty_cache()
 
     def wake(self) -> None:
-        if self.offload_engine and self.world > 1:
-            self.engine.model.to(self.device)
+        if self.offload_engine:
+            if self.replica is not None:
+                self.replica.to(self.device)
+            self.engine.wake()
 
     def describe(self) -> dict:
         """What this group actually trains with (for summary.json and tests)."""
         opt = self.optimizer.param_groups[0] if self.optimizer is not None else {}
         return {"agents": self.agents, "world": self.world, "device": str(self.device),
+                "engine": self.engine.kind, "dtype": dtype_name(self.dtype),
+                "dtype_reason": self.dtype_reason,
                 "lr": opt.get("lr"), "weight_decay": opt.get("weight_decay"),
                 "lora_rank": self.settings.lora_rank,
                 "trainable_params": sum(p.numel() for p in self.params),    # DTensor: global
@@ -291,7 +358,7 @@ class GroupWorker:
                  if with_optimizer and self.optimizer is not None else None)
         path.mkdir(parents=True, exist_ok=True)
         if self.rank == 0:
-            mergeable(self.engine.model).save_pretrained(path, safe_serialization=True)
+            mergeable(self.full_model).save_pretrained(path, safe_serialization=True)
             self.tokenizer.save_pretrained(path)
             if optim is not None:
                 torch.save({"optimizer": optim, "settings": asdict(self.settings)},
@@ -336,8 +403,7 @@ class GroupWorker:
         rng = path / f"rng_rank{self.rank}.pt"
         rng_state = torch.load(rng, weights_only=False) if rng.exists() else None
         dist.load_full_state(self.model, state, sharded=self.world > 1)
-        if self.world > 1:
-            self.sync()
+        self.sync()                 # an engine with weights of its own gets the loaded ones
         if saved is not None:
             dist.load_optimizer_state(self.model, self.optimizer, saved["optimizer"])
         if rng_state is not None:

@@ -1,9 +1,20 @@
 """Seeded generator of arithmetic word problems with integer answers (default profile).
 
-Each difficulty level is its own `data_source`, so tables get several benchmark columns as in
-the paper. Rows follow the prepared-row contract (`id, data_source, question, answers, split`)
-plus `steps`: the worked solution as `[a, op, b, result]` lists, which the warm-start trace
-generator turns into Solver and Verifier demonstrations.
+Each problem form (`level`) is its own `data_source`, so tables get several benchmark
+columns as in the paper. Rows follow the prepared-row contract (`id, data_source, question,
+answers, split`) plus `steps`: the worked solution as `[a, op, b, result]` lists, which the
+warm-start trace generator turns into Solver and Verifier demonstrations.
+
+The level numbers name forms, not a difficulty ranking, and the benchmark names the sources
+after their form (`addsub-1`, `addsub-2`, `mul-addsub`). Measured once (one machine, one
+warm start; default profile, shared base, seed 0, avg@16 over 40 test problems, 95%
+bootstrap interval over problems): addsub-1 67.7 [57.7, 77.5], addsub-2 76.9 [70.2, 82.0],
+mul-addsub 92.2 [90.2, 94.2]. The tiny model learns arithmetic as a table of seen facts and
+copies operands by position: level 3 has ~150 distinct computations, every test one seen
+in training about 9 times, and its second step works on the model's own product; level 1
+fails almost only where the start amount is 5 or less, the size of a change (1-5), and the
+model then writes the start amount twice ("3 - 3 = 2" for "has 3, gives away 2"): 35%
+solved there, 84% elsewhere.
 """
 
 from __future__ import annotations
@@ -30,11 +41,11 @@ def _add_or_sub(rng: random.Random, total: int) -> tuple[str, int]:
 
 
 def make_problem(rng: random.Random, level: int) -> tuple[str, list[list]]:
-    """Return (question, steps) for one problem of the given difficulty level.
+    """Return (question, steps) for one problem of the given form (`level`).
 
     level 1: one addition or subtraction of a digit; level 2: two of them; level 3: a small
-    product then an addition or subtraction. Numbers stay small so that a tiny model can
-    learn the arithmetic in a short warm start.
+    product then an addition or subtraction (not harder for a tiny model: see above).
+    Numbers stay small so that a tiny model can learn the arithmetic in a short warm start.
     """
     name, item = rng.choice(NAMES), rng.choice(ITEMS)
     steps: list[list] = []
