@@ -66,12 +66,28 @@ def cmd_prepare(args) -> None:
     from drmas.data.prepare import prepare_corpus, prepare_rows
 
     cfg, suite = _config(args), _suite(args)
-    spec = suite.data_spec(cfg.dataset_key(suite.name))
+    key = cfg.dataset_key(suite.name)
+    spec = suite.data_spec(key)
     rows = prepare_rows(spec, seed=args.seed)
     out = Path(args.out)
     docs = prepare_corpus(spec, seed=args.seed)
-    write_jsonl(out / "corpus.jsonl", docs or [])     # empty when the suite searches nothing
-    print(f"corpus: {len(docs or [])} documents -> {out / 'corpus.jsonl'}")
+    if docs is None and suite.retrieval:
+        raise ConfigError(f"benchmark {suite.name!r}: datasets entry {key!r} names no corpus to "
+                          "search; add `corpus: {source: NAME}` (a hub corpus such as wiki18, or "
+                          "any JSONL with `path: FILE`)")
+    written = [0]
+
+    def counted(items):
+        for item in items:
+            written[0] += 1
+            yield item
+
+    # streamed: a hub corpus (wiki-18: 21M passages) is never held whole
+    write_jsonl(out / "corpus.jsonl", counted(docs or []))  # empty when the suite searches nothing
+    if suite.retrieval and not written[0]:
+        raise DataError(f"benchmark {suite.name!r}: the corpus of datasets entry {key!r} has no "
+                        f"passages ({out / 'corpus.jsonl'})")
+    print(f"corpus: {written[0]} documents -> {out / 'corpus.jsonl'}")
     for split in ("train", "test"):
         part = [r for r in rows if r["split"] == split]
         validate_prepared(part, out / f"{split}.jsonl")

@@ -220,7 +220,7 @@ def test_missing_package_is_one_line(monkeypatch):
 def test_unknown_packaged_source_and_corpus():
     with pytest.raises(ConfigError, match="no packaged dataset 'gsm9k'; packaged: fanoutqa, gsm8k"):
         load_source("gsm9k", path="package", split="test")
-    with pytest.raises(ConfigError, match="unknown corpus 'wiki18'; known: wiki_offline"):
+    with pytest.raises(ConfigError, match="no packaged corpus 'wiki18'; packaged: wiki_offline"):
         prepare_corpus({"kind": "hub", "corpus": {"source": "wiki18", "path": "package"}}, seed=0)
     with pytest.raises(ConfigError, match="fields and levels apply to file and hub sources"):
         load_source("gsm8k", path="package", split="test", levels=[1])

@@ -97,17 +97,10 @@ def load_packaged(name: str, split: str, options: dict) -> list[dict]:
     return fn(split=split, **options)
 
 
-def load_corpus(spec: dict) -> list[dict]:
-    """The passages of a `corpus: {source: ..., path: package}` entry."""
-    if not isinstance(spec, dict) or "source" not in spec:
-        raise ConfigError(f"datasets corpus: expected {{source: NAME, path: package}}, got {spec!r}")
-    loaders, name = corpus_loaders(), spec["source"]
-    if spec.get("path", "package") != "package":
-        raise ConfigError(f"datasets corpus {name}: only `path: package` corpora are prepared; "
-                          "put a local corpus JSONL at the suite's data/<suite>/corpus.jsonl")
+def load_corpus(name: str) -> list[dict]:
+    """The passages of packaged corpus `name` (`corpus: {source: NAME, path: package}`;
+    drmas.data.hub.load_corpus checks the entry and handles hub and file corpora)."""
+    loaders = corpus_loaders()
     if name not in loaders:
-        raise ConfigError(f"unknown corpus {name!r}; known: {', '.join(sorted(loaders))}")
-    extra = set(spec) - {"source", "path"}
-    if extra:
-        raise ConfigError(f"datasets corpus {name}: unknown option(s) {', '.join(sorted(extra))}")
+        raise ConfigError(f"no packaged corpus {name!r}; packaged: {', '.join(sorted(loaders))}")
     return loaders[name]()

