@@ -19,7 +19,8 @@ min_version("9.0")
 
 # A bad config gets one clear line and a non-zero exit instead of a traceback.
 try:
-    from drmas.config import check_suites, load_suite, suite_path, workflow_config
+    from drmas.config import workflow_config
+    from drmas.suites import check_suites, load_suite, suite_path
     from drmas import stages
     from drmas.report.figures import FIGURES
 

@@ -31,7 +31,7 @@ def _config(args):
 
 
 def _suite(args):
-    from drmas.config import load_suite
+    from drmas.suites import load_suite
     from drmas.data.io import read_yaml
 
     if Path(args.suite).is_file():      # a YAML syntax error: one line with file:line:column
@@ -185,7 +185,7 @@ def cmd_evaluate(args) -> None:
 
 
 def cmd_table(args) -> None:
-    from drmas.checks import check_scores
+    from drmas.checks import check_run, check_scores
     from drmas.report.tables import write_table
 
     cfg, suite = _config(args), _suite(args)

@@ -18,8 +18,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
-import yaml
-
+from drmas.config_layers import resolve_layers
 from drmas.errors import ConfigError
 from drmas.schema import coerce, dataclass_schema, opt, validate
 
@@ -468,80 +467,6 @@ def from_dict(raw: dict) -> Config:
     return Config(**kwargs, raw=raw)
 
 
-# -- reading files and overrides -----------------------------------------------------------
-def read_yaml(path: str | Path, what: str = "config") -> dict:
-    """A YAML mapping from a file; one-line errors for a missing file, bad YAML, a non-mapping."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{what} file not found: {path}")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{where}: not valid YAML ({problem})") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason})") from None
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: expected a mapping at the top level")
-    return raw
-
-
-def parse_overrides(entries: Iterable[str]) -> dict:
-    """`KEY=VALUE` command-line overrides (Snakemake's `--config` form) as a nested dict;
-    each VALUE is read as YAML, so lists and mappings work: `seeds=[0,1,2]`,
-    `eval={n: 8}`, `train={lr: 5.0e-4}`."""
-    out: dict = {}
-    for entry in entries:
-        key, sep, value = entry.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"override {entry!r}: expected KEY=VALUE")
-        try:
-            parsed = yaml.safe_load(value) if value.strip() else None
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"override {entry!r}: value is not valid YAML "
-                              f"({getattr(exc, 'problem', None) or exc})") from None
-        deep_merge(out, {key.strip(): parsed})
-    return out
-
-
-def deep_merge(base: dict, update: dict, source: str | None = None, provenance: dict | None = None,
-               prefix: str = "") -> dict:
-    """Merge `update` into `base` in place (mappings merged key by key, anything else
-    replaced); record `source` for every leaf set in `provenance` (dotted paths)."""
-    for key, value in update.items():
-        path = f"{prefix}{key}"
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
-            deep_merge(base[key], value, source, provenance, path + ".")
-        else:
-            base[key] = copy.deepcopy(value)
-            if provenance is not None:
-                for leaf in _leaves(value, path):
-                    provenance[leaf] = source
-    return base
-
-
-def _leaves(value: Any, path: str) -> list[str]:
-    if isinstance(value, dict) and value:
-        return [leaf for k, v in value.items() for leaf in _leaves(v, f"{path}.{k}")]
-    return [path]
-
-
-def resolve_layers(files: Iterable[str | Path], overrides: Iterable[str] = ()) -> tuple[dict, dict]:
-    """(raw config, provenance) from profile files (merged in order) and `KEY=VALUE`
-    overrides; provenance maps each dotted key a layer set to `profile <file>` or
-    `command line`."""
-    raw: dict = {}
-    provenance: dict[str, str] = {}
-    for path in files:
-        deep_merge(raw, read_yaml(path), f"profile {path}", provenance)
-    deep_merge(raw, parse_overrides(overrides), "command line", provenance)
-    return raw, provenance
-
-
 def load(path: str | Path, overrides: Iterable[str] = ()) -> Config:
     """A profile file (plus optional `KEY=VALUE` overrides) as a validated Config."""
     raw, _ = resolve_layers([path], overrides)
@@ -555,85 +480,3 @@ def workflow_config(configfiles: Iterable[str | Path], config_args: Iterable[str
     files = list(configfiles) or [DEFAULT_PROFILE]
     raw, _ = resolve_layers(files, config_args)
     return from_dict(raw)
-
-
-# -- benchmark suites ------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Suite:
-    """A benchmark suite (benchmarks/<name>.yaml): data, MAS, reward."""
-
-    name: str = opt(help="suite name (the file's stem); tables and figures are named after it", pattern="^[A-Za-z0-9_-]+$")
-    mas: str = opt(help="the multi-agent system (a folder of drmas/mas/, registered as a MAS)")
-    agents: list[str] = opt(help="the MAS's agents that take part, in its order", minItems=1)
-    reward: str = opt(help="team reward function (registered in drmas/rewards)")
-    invalid_penalty: float = opt(help="subtracted from a row's score when its output breaks the format", minimum=0, maximum=1)
-    datasets: dict[str, dict] = opt(help="data per profile name: `kind: generated` (a seeded generator) or `kind: hub` (sources by hub id or local path)",
-                                    additionalProperties={"type": "object", "required": ["kind"],
-                                                          "properties": {"kind": {"enum": ["generated", "hub"]}}})
-    title: str = opt("", "title of the suite's tables and figures")
-    max_loop: int = opt(2, "math MAS: at most this many Solver calls (the Verifier is skipped on the last)", **POS)
-    max_turns: int = opt(4, "search MAS: at most this many Verifier turns", **POS)
-    topk: int = opt(3, "search MAS: documents returned per search", **POS)
-    retrieval: bool = opt(False, "the MAS searches an index (built by rules/index.smk)")
-
-    def data_spec(self, key: str) -> dict:
-        if key not in self.datasets:
-            raise ConfigError(f"benchmark {self.name!r} has no datasets entry {key!r}; "
-                              f"known: {', '.join(self.datasets)}")
-        return self.datasets[key]
-
-    def mas_keys(self) -> dict:
-        """Everything about the suite that shapes an episode and its reward (not its data)."""
-        return {k: getattr(self, k) for k in ("mas", "agents", "reward", "invalid_penalty",
-                                               "max_loop", "max_turns", "topk", "retrieval")}
-
-
-def suite_schema() -> dict:
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
-            "title": "drmas benchmark suite",
-            "description": "Generated from drmas/config.py (Suite); do not edit.",
-            **dataclass_schema(Suite)}
-
-
-def load_suite(path: str | Path) -> Suite:
-    """A benchmark file, validated against the suite schema and its MAS's agents."""
-    path = Path(path)
-    raw = coerce(read_yaml(path, "benchmark"), suite_schema())
-    validate(raw, suite_schema(), what=str(path))
-    from drmas.registry import MAS
-
-    roles = MAS.get(raw["mas"]).agents
-    for agent in raw["agents"]:
-        if agent not in roles:
-            raise ConfigError(f"{path}: agents: unknown agent {agent!r} for MAS {raw['mas']!r}; "
-                              f"known: {', '.join(roles)}")
-    return Suite(**raw)
-
-
-def suite_path(name: str, root: str | Path = "benchmarks") -> Path:
-    return Path(root) / f"{name}.yaml"
-
-
-def check_suites(cfg: Config, suites: dict[str, Suite], benchmarks: str | Path = "benchmarks") -> None:
-    """Checks that need the suites: per-agent blocks name agents of a configured suite, and
-    every `suite_overrides` entry names a benchmark that exists."""
-    agents = {a for s in suites.values() for a in s.agents}
-    blocks = [("agents", cfg.agents)] + [(f"suite_overrides.{s}.agents", o.agents)
-                                         for s, o in cfg.suite_overrides.items()]
-    for where, block in blocks:
-        for agent in block:
-            if agent not in agents:
-                raise ConfigError(f"config: {where}.{agent}: no configured suite has an agent "
-                                  f"{agent!r}; agents: {', '.join(sorted(agents))}")
-    for name in cfg.suite_overrides:
-        if name not in suites and not suite_path(name, benchmarks).is_file():
-            raise ConfigError(f"config: suite_overrides.{name}: no benchmark {name!r} "
-                              f"({suite_path(name, benchmarks)} not found)")
-    from drmas.train.groups import plan_groups
-
-    for name, suite in suites.items():        # agents sharing a model must agree on settings
-        suite.data_spec(cfg.dataset_key(name))
-        scfg = cfg.for_suite(name)
-        for assignment in scfg.assignments:
-            for method in scfg.methods:
-                plan_groups(scfg.for_method(method), assignment, suite.agents)

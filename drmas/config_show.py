@@ -11,8 +11,9 @@ from typing import Any, Iterable
 
 import yaml
 
-from drmas.config import (apply_suite_override, config_schema, from_dict, resolve_layers,
-                          suite_schema)
+from drmas.config import apply_suite_override, config_schema, from_dict
+from drmas.config_layers import resolve_layers
+from drmas.suites import suite_schema
 from drmas.errors import ConfigError
 
 HEADER = ("# Generated from the dataclasses in drmas/config.py by `drmas config schema`; do not "

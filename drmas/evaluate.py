@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from drmas.config import Config, Suite
+from drmas.config import Config
+from drmas.suites import Suite
 from drmas.errors import ConfigError
 from drmas.metrics import aggregate
 from drmas.progress import bar as progress_bar

@@ -129,7 +129,7 @@ def check_gpu(device: str = "cuda", size: str = "0.5b", work: str | Path | None 
     """Run the check; print a report; return its numbers. Raises DrmasError on a failure."""
     import torch
 
-    from drmas.config import Suite
+    from drmas.suites import Suite
     from drmas.evaluate import evaluate
     from drmas.train import checkpoint
     from drmas.train.trainer import Trainer

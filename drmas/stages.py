@@ -19,7 +19,8 @@ import hashlib
 import json
 from typing import Any
 
-from drmas.config import Config, Suite
+from drmas.config import Config
+from drmas.suites import Suite
 
 
 def _plain(value: Any) -> Any:

@@ -118,7 +118,7 @@ def make_config(model_path, **train):
 
 
 def math_suite(**over):
-    from drmas.config import Suite
+    from drmas.suites import Suite
 
     spec = dict(name="math", mas="math", agents=["solver", "verifier"], reward="math",
                 invalid_penalty=0.1, datasets={}, max_loop=2)

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from drmas.config import load_suite
+from drmas.suites import load_suite
 from drmas.mas.base import Action
 from drmas.mas.math4.critic import Critic
 from drmas.mas.math4.orchestra import Math4Orchestra

@@ -197,7 +197,7 @@ def test_registry_and_retriever_required():
 
 def test_build_orchestra_from_the_suite_file():
     from repo import REPO as ROOT
-    from drmas.config import load_suite
+    from drmas.suites import load_suite
     from drmas.rollout.mas import build_orchestra
 
     orchestra = build_orchestra(load_suite(ROOT / "benchmarks" / "search.yaml"), retriever=FakeRetriever({}))

@@ -151,7 +151,7 @@ def test_evaluate_on_bad_inputs(tmp_path, capsys, math_rows, monkeypatch):
 
     monkeypatch.chdir(tmp_path)                     # no results/ here: nothing warm-started
     write_jsonl(tmp_path / "data" / "test.jsonl", [r for r in math_rows if r["split"] == "test"])
-    e = f"drmas evaluate: error: "
+    e = "drmas evaluate: error: "
     assert evaluate(capsys, tmp_path, "--run", tmp_path / "nope") == (
         2, e + f"{tmp_path / 'nope'}: run folder not found")
     unfinished = make_run(tmp_path / "unfinished")

@@ -6,7 +6,8 @@ import pytest
 import yaml
 
 from repo import REPO as ROOT
-from drmas.config import WarmstartConfig, from_dict, load, load_suite
+from drmas.config import WarmstartConfig, from_dict, load
+from drmas.suites import load_suite
 from drmas.errors import ConfigError
 
 DEFAULT = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
@@ -186,7 +187,7 @@ def test_benchmark_files_are_validated_by_their_schema(tmp_path):
     with pytest.raises(ConfigError, match=r"bad\.yaml: invalid_penalty: 2 is greater than the maximum of 1"):
         load_suite(bad)
     bad.write_text("name: x\nagents: [solver\n")
-    with pytest.raises(ConfigError, match=r"bad\.yaml:\d+: not valid YAML"):
+    with pytest.raises(ConfigError, match=r"bad\.yaml:\d+:\d+: not valid YAML"):
         load_suite(bad)
 
 

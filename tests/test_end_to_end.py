@@ -11,6 +11,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from drmas.config_layers import deep_merge
+
 import streaming
 from repo import REPO as ROOT
 
@@ -36,7 +38,7 @@ def test_default_workflow_reduced(tmp_path, capsys):
         src = ROOT / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
     raw = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
-    raw.update(REDUCED)
+    deep_merge(raw, REDUCED)   # the default profile, reduced key by key
     (tmp_path / "config" / "e2e.yaml").write_text(yaml.safe_dump(raw))
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
                DRMAS_WATCH_INTERVAL="30")

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from drmas.config_layers import deep_merge
+
 import streaming
 from drmas.train import checkpoint
 from repo import REPO as ROOT
@@ -41,7 +43,7 @@ def workflow_copy(root: Path) -> Path:
         src = ROOT / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, root / name)
     raw = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
-    raw.update(CONFIG)
+    deep_merge(raw, CONFIG)   # the default profile, reduced key by key
     (root / "config" / f"{PROFILE}.yaml").write_text(yaml.safe_dump(raw))
     return root
 

@@ -113,7 +113,7 @@ def test_run_shapes_scores_by_exactly_beta_times_kl(tiny_model_dir, math_rows, t
     trainer = Trainer(make_config(tiny_model_dir, **KL), math_suite(), "shared", "grpo", 0, train,
                       tmp_path)
     trainer.reward = odd_length_reward
-    captured, advantages = [], []
+    captured = []
     apply = trainer.shaping.apply_kl
 
     def record(rows, groups):

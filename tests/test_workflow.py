@@ -92,7 +92,8 @@ def test_paper_profile_stands_alone(workflow):
     """Loaded the Snakefile's way (`workflow_config`), config/paper.yaml gets nothing from
     config/default.yaml: every key only the default profile sets is absent from the paper's
     resolved config or holds the drmas default there."""
-    from drmas.config import DEFAULT_PROFILE, resolve_layers, workflow_config
+    from drmas.config import DEFAULT_PROFILE, workflow_config
+    from drmas.config_layers import resolve_layers
     from drmas.config_show import resolve_with_sources, source_of
 
     paper = workflow_config([ROOT / "config" / "paper.yaml"], []).resolved()

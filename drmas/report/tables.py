@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from drmas.config import Config, Suite
+from drmas.config import Config
+from drmas.suites import Suite
 from drmas.errors import DataError
 from drmas.metrics import problem_values
 from drmas.report import stability

@@ -20,7 +20,8 @@ import numpy as np
 import yaml
 
 from drmas.algos.advantages import compute_advantages, lemma_diagnostics, method_modes
-from drmas.config import Config, Suite
+from drmas.config import Config
+from drmas.suites import Suite
 from drmas.errors import ConfigError, DrmasError
 from drmas.progress import bar as progress_bar
 from drmas.rewards import get_reward
