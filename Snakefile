@@ -1,4 +1,5 @@
-# drmas workflow: data -> (index) -> tokenizer/warm start -> RL runs -> evaluation -> tables, figures.
+# drmas workflow: data -> (index) -> tokenizer/warm start or GGUF conversion -> RL runs -> evaluation
+# -> tables, figures.
 # `snakemake --cores all` runs the default profile (config/default.yaml); `--configfile
 # config/<profile>.yaml` runs another profile instead (profiles never inherit each other's
 # keys: every key not in the file takes its default from drmas/config.py). Any key can be
@@ -80,6 +81,7 @@ wildcard_constraints:
 include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/index.smk"
+include: "rules/convert.smk"
 include: "rules/train.smk"
 include: "rules/eval.smk"
 include: "rules/report.smk"

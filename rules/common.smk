@@ -38,11 +38,28 @@ def index_flags(wildcards):
 
 
 def models_of(wildcards):
-    """Warm-started model folders an assignment needs (pretrained models need none)."""
+    """Model folders an assignment needs: warm-started tiny models, and pretrained ones that
+    the workflow converts from GGUF (other pretrained models are loaded from their `path`)."""
     spec = CFG.assignment(wildcards.assignment)
     names = {spec.model_of(a) for a in SUITES[wildcards.suite].agents}
-    return [f"{RES}/models/{wildcards.suite}/{m}" for m in sorted(names)
+    tiny = [f"{RES}/models/{wildcards.suite}/{m}" for m in sorted(names)
             if CFG.models[m].kind == "tiny"]
+    converted = sorted({str(Path(CFG.models[m].path)) for m in names
+                        if CFG.models[m].gguf is not None})
+    return tiny + converted
+
+
+# GGUF conversions (rules/convert.smk): folder under results/<profile>/models/ -> `gguf` value.
+CONVERTED = CFG.converted_models()
+CONVERTED_PATTERN = "|".join(re.escape(f) for f in CONVERTED) or "(?!)"   # (?!): no folder
+
+
+def gguf_input(wildcards):
+    """The GGUF file a conversion reads, when it is a file (a packaged model is none)."""
+    from drmas.convert import KNOWN_GGUF
+
+    gguf = CONVERTED[wildcards.converted]
+    return [] if gguf in KNOWN_GGUF else [gguf]
 
 
 def scores_of(wildcards):

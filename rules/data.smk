@@ -6,7 +6,7 @@ rule prepare:
     output:
         train=f"{RES}/data/{{suite}}/train.jsonl",
         test=f"{RES}/data/{{suite}}/test.jsonl",
-        corpus=f"{RES}/data/{{suite}}/corpus.jsonl",  # empty unless the suite searches
+        corpus=f"{RES}/data/{{suite}}/corpus.jsonl",  # the datasets entry's corpus; empty unless the suite searches
     log:
         f"{RES}/logs/prepare/{{suite}}.log",
     resources:

@@ -1,6 +1,7 @@
 # Search index of a searching suite's corpus (drmas/retrieval/): BM25, or dense (an e5-style
 # encoder and a FAISS flat index) with `retrieval: {kind: dense, encoder: ...}`.
-# The corpus is the generated knowledge base (default profile) or a local wiki-18 JSONL (paper).
+# The corpus is the one `drmas prepare` wrote: the generated knowledge base (default profile),
+# wiki-18 from the hub or a local copy (paper), the packaged Wikipedia summaries (smol).
 
 
 rule index:

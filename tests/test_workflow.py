@@ -164,3 +164,29 @@ def test_paper_profile_lists_the_papers_runs_with_their_gpus(workflow):
         "shared_3b", "nonshared_3b", "shared_7b", "nonshared_7b", "hetero"}
     assert {r.split("/")[1] for r in runs if r.startswith("math/")} == {
         "shared_4b", "nonshared_4b", "shared_8b", "nonshared_8b"}
+
+
+def test_smol_profile_converts_the_model_once_before_its_jobs(workflow):
+    """config/smol.yaml: SmolLM2 converted from GGUF by one job, which every training run and
+    base evaluation waits for; both suites x shared / not shared x GRPO / Dr. MAS."""
+    proc = snakemake(workflow, "-n", "--configfile", "config/smol.yaml")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    counts = job_counts(out)
+    assert counts["convert_model"] == 1 and counts["prepare"] == 2 and counts["index"] == 1
+    assert counts["train"] == 8 and counts["evaluate_run"] == 8 and counts["evaluate_base"] == 4
+    assert "warmstart" not in counts and "tokenizer" not in counts      # pretrained: no warm start
+    model = "results/smol/models/smollm2-135m-instruct"
+    blocks = {}
+    for block in out.split("\nrule ")[1:]:
+        blocks.setdefault(block.split(":", 1)[0], []).append(block)
+    (convert,) = blocks["convert_model"]
+    assert f"output: {model}\n" in convert
+    assert "log: results/smol/logs/convert/smollm2-135m-instruct.log" in convert
+    for rule in ("train", "evaluate_base"):
+        for block in blocks[rule]:
+            inputs = next(l for l in block.splitlines() if l.strip().startswith("input:"))
+            assert model in inputs, (rule, inputs)
+    runs = {l.split("runs/")[1] for l in out.splitlines() if "output: results/smol/runs/" in l}
+    assert runs == {f"{s}/{a}/{m}/seed0" for s in ("math", "search")
+                    for a in ("shared", "nonshared") for m in ("grpo", "drmas")}

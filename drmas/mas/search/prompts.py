@@ -179,4 +179,20 @@ class Upstream(PromptSet):
         return UPSTREAM_ANSWERER.format(env_prompt=self.env_prompt(ep))
 
 
-PROMPT_SETS = {"compact": Compact(), "upstream": Upstream()}
+class Smol(Compact):
+    """For a small pretrained chat model (SmolLM2-135M-Instruct): the compact layout
+    (history, question, instruction) with each role's output format spelled out as the one
+    line to write; no `<think>` pair is asked for (see README, "The smol profile")."""
+
+    name = "smol"
+    instructions = {
+        "verifier": ("Is the information above enough to answer the question? Reply with one "
+                     "line: <verify>yes</verify> or <verify>no</verify>."),
+        "searcher": ("What should we search for to answer the question? Reply with one line: "
+                     "<search>your query</search>"),
+        "answerer": ("Answer the question with a short name or number. Reply with one line: "
+                     "<answer>your answer</answer>"),
+    }
+
+
+PROMPT_SETS = {"compact": Compact(), "upstream": Upstream(), "smol": Smol()}

