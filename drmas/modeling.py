@@ -77,7 +77,7 @@ def load_tokenizer(path: str | Path):
     try:
         tok = (PreTrainedTokenizerFast if plain else AutoTokenizer).from_pretrained(str(path))
     except OSError as exc:
-        raise ConfigError(f"cannot load tokenizer from {path}: {str(exc).splitlines()[0]}") from exc
+        raise ConfigError(f"cannot load tokenizer from {path}: {_reason(path, exc)}") from exc
     tok.padding_side = "left"
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
@@ -91,4 +91,14 @@ def load_model(path: str | Path, dtype: torch.dtype = torch.float32):
     try:
         return AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype)
     except OSError as exc:
-        raise ConfigError(f"cannot load model from {path}: {str(exc).splitlines()[0]}") from exc
+        raise ConfigError(f"cannot load model from {path}: {_reason(path, exc)}") from exc
+
+
+def _reason(path: str | Path, exc: OSError) -> str:
+    """The first line of a loading error; for a hub id (no such local folder), how to work
+    without the hub: a local copy named by the model's `path:`."""
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if Path(path).exists():
+        return first
+    return ("no such local folder, and not loadable as a hub id (offline?): download it and "
+            f"set the model's `path:` in the profile to that folder ({first})")

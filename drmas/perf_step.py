@@ -38,7 +38,8 @@ class OursSide:
 
     def __init__(self, model_path: Path, problems: list[dict], dtype: str, out: Path):
         from drmas.config import (Assignment, Config, EvalConfig, ModelSpec, ResourceConfig,
-                                  Suite, TrainConfig)
+                                  TrainConfig)
+        from drmas.suites import Suite
         from drmas.train.trainer import Trainer
 
         cfg = Config(

@@ -4,6 +4,7 @@ unexpected error prints one line with the log file that keeps its traceback, and
 Every CLI argument has help text."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -253,3 +254,15 @@ def test_every_argument_has_help():
                if action.dest != "help" and not action.help]
     assert not missing, missing
     assert len(subparsers) >= 10
+
+
+def test_unreachable_hub_model_names_the_id_and_the_path_override(tmp_path):
+    """A hub id that cannot be loaded (HF_HUB_OFFLINE stands in for no network, which takes
+    the hub client a minute of retries here) fails in one line naming it and `path:`."""
+    code = ("from drmas.errors import ConfigError\nfrom drmas.modeling import load_model\n"
+            "try:\n    load_model('nosuch-org/nosuch-model')\n"
+            "except ConfigError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path, env={**os.environ, "HF_HUB_OFFLINE": "1"}).stdout.strip()
+    assert out.startswith("cannot load model from nosuch-org/nosuch-model: no such local folder")
+    assert "set the model's `path:` in the profile" in out and len(out.splitlines()) == 1
