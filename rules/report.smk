@@ -21,6 +21,7 @@ rule table:
                          category="Tables", subcategory="{suite}", labels={"suite": "{suite}", "table": "stability"}),
         efficiency=report(f"{RES}/tables/{{suite}}_efficiency.csv", caption=f"{CAPTIONS}/efficiency.rst",
                           category="Tables", subcategory="{suite}", labels={"suite": "{suite}", "table": "efficiency"}),
+        efficiency_md=f"{RES}/tables/{{suite}}_efficiency.md",
     log:
         f"{RES}/logs/report/{{suite}}_table.log",
     resources:

@@ -24,7 +24,7 @@ from test_end_to_end import REDUCED
 
 # Today's workflow layout, in one place (the workflow may move folders: adapt here).
 PROFILE = REDUCED["profile"]
-TABLES = f"results/{PROFILE}/tables"                       # every file in it is compared
+TABLES = f"results/{PROFILE}/tables"                # every file in it is compared (timings aside)
 RUNS = f"results/{PROFILE}/runs"
 CHECKPOINTS = f"results/{PROFILE}/checkpoints"             # kept apart from the run folders
 RUN_FOLDERS = "*/*/*/seed*"                                # under RUNS and CHECKPOINTS
@@ -103,8 +103,10 @@ def kill_at_first_checkpoint(root: Path, timeout=1500) -> Path:
 
 
 def tables(root: Path) -> dict[str, bytes]:
+    """Every table but the efficiency ones (wall times, which differ between any two runs)."""
     folder = root / TABLES
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())
+            if p.is_file() and "_efficiency." not in p.name}
 
 
 @pytest.mark.slow

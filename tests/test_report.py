@@ -176,7 +176,8 @@ def test_table_with_runs_writes_stability(tmp_path, runs):
     csv = pd.read_csv(tmp_path / "t" / "math_stability.csv")
     assert {"solver spikes / run", "solver spikes / run lo", "verifier clip fraction (%)"} <= set(csv.columns)
     eff = pd.read_csv(tmp_path / "t" / "math_efficiency.csv")
-    assert "time per training step and peak memory" in md
+    assert "time per training step and peak memory" not in md        # machine-dependent: apart
+    assert "time per training step" in (tmp_path / "t" / "math_efficiency.md").read_text()
     assert len(eff) == 4 and (eff["total (ms/step)"] == 3000.0).all()   # seeds: 2000 and 4000 ms
 
 

@@ -251,7 +251,8 @@ def write_table(cfg: Config, suite: Suite, score_files: list[str], out: str,
                 n_boot: int = N_BOOT) -> pd.DataFrame:
     """`<out>.md` (all sections), `<out>.csv` and `<out>.tex` (main table), and beside them
     `<out>_behaviour.csv` (when the scores carry routing stats), `<out>_stability.csv` and
-    `<out>_efficiency.csv` (when run folders are given)."""
+    `<out>_efficiency.{csv,md}` (when run folders are given; machine-dependent, so kept out of
+    `<out>.md`)."""
     style.use_config(cfg)
     scores = read_scores(score_files)
     wide = build_table(collect(scores), cfg.assignments, n_boot=n_boot)
@@ -288,8 +289,11 @@ def write_table(cfg: Config, suite: Suite, score_files: list[str], out: str,
             raise DataError("the run folders' metrics.jsonl carry no phase timings or memory "
                             "(`time`, `memory`): written by an older drmas? Rerun the training")
         eff = eff.rename(index=lambda m: METHOD_LABEL.get(m, m), level="method")
-        md += "\n" + to_markdown(eff, f"{name} [{suite.name}]: time per training step and peak "
-                                 f"memory, profile {cfg.profile}", [efficiency.note(n_boot)])
+        # its own file, not a section of <out>.md: times vary from run to run, the other
+        # tables are the same bytes for the same config and seed
+        out_path.with_name(out_path.name + "_efficiency.md").write_text(to_markdown(
+            eff, f"{name} [{suite.name}]: time per training step and peak memory, profile "
+            f"{cfg.profile}", [efficiency.note(n_boot)]))
         as_numbers(eff).to_csv(out_path.with_name(out_path.name + "_efficiency.csv"),
                                float_format="%.2f")
     out_path.with_suffix(".md").write_text(md)
