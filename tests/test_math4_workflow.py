@@ -46,7 +46,7 @@ def test_math4_suite_end_to_end(tmp_path, capsys):
     res = tmp_path / "results" / "m4"
     table = pd.read_csv(res / "tables" / "math4.csv")
     assert len(table) == 4                              # nonshared x (base, grpo, drmas, Δ)
-    assert {"arith-1 avg@4", "Avg pass@4"} <= set(table.columns)
+    assert {"addsub-1 avg@4", "Avg pass@4"} <= set(table.columns)
     for method in ("grpo", "drmas"):
         run = res / "runs" / "math4" / "nonshared" / method / "seed0"
         lines = [json.loads(l) for l in (run / "metrics.jsonl").read_text().splitlines()]
