@@ -58,4 +58,4 @@ def test_math4_suite_end_to_end(tmp_path, capsys):
         for agent in ("solver", "critic", "refiner", "verifier"):
             assert (run / "final" / agent / "model.safetensors").exists()
     scores = json.loads((res / "evals" / "math4" / "nonshared" / "drmas" / "seed0" / "scores.json").read_text())
-    assert scores["n"] == 4 and set(scores["per_source"]) == {"arith-1", "arith-2", "arith-3"}
+    assert scores["n"] == 4 and set(scores["per_source"]) == {"addsub-1", "addsub-2", "mul-addsub"}
