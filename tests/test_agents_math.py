@@ -91,7 +91,7 @@ def test_max_loop_one_never_calls_verifier():
 def test_registry_and_prompt_sets():
     assert MAS.get("math") is MathOrchestra and DEMONSTRATIONS.get("math").__name__ == "math_traces"
     assert MathOrchestra.agents == ("solver", "verifier")
-    assert set(MathOrchestra.prompt_sets) == {"compact", "upstream"}
+    assert set(MathOrchestra.prompt_sets) == {"compact", "upstream", "smol"}
     with pytest.raises(ConfigError, match="unknown MAS 'nope'; known: math, math4, search"):
         MAS.get("nope")
     with pytest.raises(ConfigError, match="unknown prompt set 'verbose' for MAS 'math'"):
