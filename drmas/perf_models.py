@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
 from drmas.errors import ConfigError
 
 CACHE = Path("results/perf/models")

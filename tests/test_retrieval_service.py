@@ -262,3 +262,38 @@ def test_perf_retrieval_measures_service_and_peer(service, tmp_path, capsys):
     assert all(r["queries_per_s"] > 0 and r["failed_requests"] == 0 for r in result["rows"])
     assert json.loads((tmp_path / "p.json").read_text())["ratio"] == {"2": result["ratio"][2]}
     assert "service / peer" in capsys.readouterr().out
+
+
+def test_request_without_content_length_is_served(service, searcher):
+    """A chunked body (no Content-Length header): the hand-written server of earlier versions
+    answered 411; the ASGI server reads the chunks and answers like any request."""
+    import httpx
+
+    def chunks():
+        yield b'{"queries": ["guild lore"], '
+        yield b'"topk": 3}'
+
+    response = httpx.post(service.url + "/retrieve", content=chunks(), timeout=30,
+                          headers={"Content-Type": "application/json"})
+    assert "content-length" not in response.request.headers
+    assert response.request.headers["transfer-encoding"] == "chunked"
+    want = searcher.search("guild lore", k=3)
+    assert response.status_code == 200
+    assert [d["id"] for d in response.json()["result"][0]] == [h.docid for h in want]
+
+
+def test_800_concurrent_requests_all_answered_right(bm25_index, searcher, service):
+    """800 one-query requests from 32 threads at once: every answer is the in-process one."""
+    rows, _ = bm25_index
+    titles = [r["contents"].split("\n")[0] for r in rows]
+    queries = [titles[i % len(titles)] for i in range(800)]
+    expected = {q: [h.docid for h in hits] for q, hits in zip(queries, searcher.batch_search(queries, k=3))}
+    client = RetrievalClient(service.url, timeout_s=60)
+
+    def ask(query: str) -> tuple[str, list[str]]:
+        return query, [h.docid for h in client.retrieve([query], topk=3)[0]]
+
+    with ThreadPoolExecutor(max_workers=32) as pool:
+        answers = list(pool.map(ask, queries))
+    assert len(answers) == 800
+    assert all(got == expected[q] for q, got in answers)
