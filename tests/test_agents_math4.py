@@ -17,6 +17,7 @@ from drmas.mas.math4.prompts import PROMPT_SETS
 from drmas.mas.math4.refiner import Refiner
 from drmas.registry import DEMONSTRATIONS, MAS
 from repo import REPO
+from scripted import MATH_VERIFIER_ROLE, SYSTEM, recording
 
 COMPACT, UPSTREAM = PROMPT_SETS["compact"], PROMPT_SETS["upstream"]
 
@@ -123,7 +124,6 @@ def test_compact_prompts_show_each_role_what_it_reads():
 
 
 # -- golden upstream prompts -------------------------------------------------------------
-SYSTEM = {"role": "system", "content": "You are a helpful and harmless assistant."}
 ENV = ("You are a member of an expert multi-agent team tasked with solving the math problem.\n"
        "The team's math problem is: Compute 2 + 3 * 4.\n")
 SOLVER_ROLE = (
@@ -147,29 +147,12 @@ REFINER_ROLE = (
     "the critique was mistaken, you may keep the original reasoning but should still double "
     "check it. Write out the full, self-contained reasoning for your revised solution (do not "
     "just describe the fix).\n\nYou should give the final answer within \\boxed{}.\n")
-VERIFIER_ROLE = (
-    'You are a "Verifier Agent". Your responsibility is to critically review the most recent '
-    'solution provided by the "Solver Agent". Check each reasoning step, formula, and '
-    "conclusion for accuracy, completeness, and logical consistency.\n"
-    "At the end of your output, you MUST provide your verdict within <verify> </verify> using "
-    "exactly one of:\n"
-    "(1) <verify>approve</verify> if all steps and the final answer are correct.\n"
-    "(2) <verify>reject</verify> if you detect any issue.\n")
 
 
 def prompt(team: str, role: str) -> list[dict]:
     user = ("\n# Task Introduction\n" + ENV + "\n\n# Your Teammates' Outputs\n" + team
             + "\n\n# Your Role\n" + role)
     return [SYSTEM, {"role": "user", "content": user}]
-
-
-def recording(outputs):
-    seen = []
-
-    def act(agent, prompts):
-        seen.extend((agent, p) for p in prompts)
-        return [SimpleNamespace(text=outputs[agent].pop(0)) for _ in prompts]
-    return act, seen
 
 
 def test_upstream_prompts_at_every_turn():
@@ -187,7 +170,8 @@ def test_upstream_prompts_at_every_turn():
     t3 = t2 + f'\nThe output of "Refiner Agent": {r1}\n'
     t4 = t3 + '\nThe output of "Verifier Agent": The box still says 15.\n<verify>reject</verify>\n'
     assert seen == [("solver", prompt("", SOLVER_ROLE)), ("critic", prompt(t1, CRITIC_ROLE)),
-                    ("refiner", prompt(t2, REFINER_ROLE)), ("verifier", prompt(t3, VERIFIER_ROLE)),
+                    ("refiner", prompt(t2, REFINER_ROLE)),
+                    ("verifier", prompt(t3, MATH_VERIFIER_ROLE)),
                     ("solver", prompt(t4, SOLVER_ROLE))]
     assert ep.answer == s2
 

@@ -1,11 +1,7 @@
 """The whole default workflow on a reduced config (slow: `pytest -m slow`)."""
 
 import json
-import os
-import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -14,7 +10,7 @@ import yaml
 from drmas.config_layers import deep_merge
 
 import streaming
-from repo import REPO as ROOT
+from repo import REPO as ROOT, copy_workflow, snakemake_bin, workflow_env
 
 REDUCED = {
     "profile": "e2e",
@@ -34,15 +30,11 @@ REDUCED = {
 
 @pytest.mark.slow
 def test_default_workflow_reduced(tmp_path, capsys):
-    for name in ["Snakefile", "rules", "config", "benchmarks", "envs"]:
-        src = ROOT / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
+    copy_workflow(tmp_path)
     raw = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
     deep_merge(raw, REDUCED)   # the default profile, reduced key by key
     (tmp_path / "config" / "e2e.yaml").write_text(yaml.safe_dump(raw))
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-               DRMAS_WATCH_INTERVAL="30")
-    cmd = [str(Path(sys.executable).parent / "snakemake"), "--cores", "2", "--configfile", "config/e2e.yaml"]
+    cmd, env = [snakemake_bin(), "--cores", "2", "--configfile", "config/e2e.yaml"], workflow_env()
     proc = streaming.run(cmd, tmp_path, env, capsys, timeout=2400, label="e2e")
     assert proc.returncode == 0, proc.stderr[-4000:]
 

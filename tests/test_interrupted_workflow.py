@@ -5,10 +5,8 @@ ends with tables byte-identical to those of an uninterrupted run in a fresh copy
 workflow runs (`pytest -m slow`)."""
 
 import os
-import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,7 +17,7 @@ from drmas.config_layers import deep_merge
 
 import streaming
 from drmas.train import checkpoint
-from repo import REPO as ROOT
+from repo import REPO as ROOT, copy_workflow, snakemake_bin, workflow_env
 from test_end_to_end import REDUCED
 
 # Today's workflow layout, in one place (the workflow may move folders: adapt here).
@@ -29,19 +27,14 @@ RUNS = f"results/{PROFILE}/runs"
 CHECKPOINTS = f"results/{PROFILE}/checkpoints"             # kept apart from the run folders
 RUN_FOLDERS = "*/*/*/seed*"                                # under RUNS and CHECKPOINTS
 SUMMARY = "summary.json"                                   # in a run folder, written last
-WORKFLOW = ["Snakefile", "rules", "config", "benchmarks", "envs"]
 
 CONFIG = {**REDUCED, "suites": ["math"]}
-SNAKEMAKE = [str(Path(sys.executable).parent / "snakemake"), "--configfile", f"config/{PROFILE}.yaml"]
-ENV = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           DRMAS_WATCH_INTERVAL="30")
+SNAKEMAKE = [snakemake_bin(), "--configfile", f"config/{PROFILE}.yaml"]
+ENV = workflow_env()
 
 
 def workflow_copy(root: Path) -> Path:
-    root.mkdir()
-    for name in WORKFLOW:
-        src = ROOT / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, root / name)
+    copy_workflow(root)
     raw = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
     deep_merge(raw, CONFIG)   # the default profile, reduced key by key
     (root / "config" / f"{PROFILE}.yaml").write_text(yaml.safe_dump(raw))

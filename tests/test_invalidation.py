@@ -8,24 +8,20 @@ written out by hand below from what each stage reads.
 """
 
 import re
-import shutil
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 import yaml
 
-from repo import REPO
+from repo import copy_workflow, snakemake_bin
 
-FILES = ["Snakefile", "rules", "config", "benchmarks", "envs"]
 SUITES, ASSIGNMENTS, METHODS = ("math", "search"), ("shared", "nonshared", "hetero"), ("grpo", "drmas")
 
 
 def snakemake(workdir, *args, timeout=300):
-    exe = Path(sys.executable).parent / "snakemake"
-    return subprocess.run([str(exe if exe.exists() else "snakemake"), *args], cwd=workdir,
+    return subprocess.run([snakemake_bin(), *args], cwd=workdir,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -33,9 +29,7 @@ def snakemake(workdir, *args, timeout=300):
 def touched(tmp_path_factory):
     """A copy of the workflow whose every output exists and is up to date."""
     root = tmp_path_factory.mktemp("touched")
-    for name in FILES:
-        src = REPO / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, root / name)
+    copy_workflow(root)
     spec = yaml.safe_load((root / "benchmarks" / "math.yaml").read_text())
     spec["name"] = "arith_hard"
     spec["datasets"]["default"]["sources"] = {"arith-3": {"level": 3}}

@@ -56,7 +56,10 @@ def reference_gradient(group, rows, chunks, coeff):
         part = [rows[i] for i in chunk]
         ids, attn, resp = pack([r["prompt_ids"] for r in part], [r["response_ids"] for r in part],
                                group.tokenizer.pad_token_id)
-        lp, ent = response_logprobs(group.model, ids, attn, with_entropy=True)
+        logp_all = torch.log_softmax(group.model(input_ids=ids, attention_mask=attn).logits[:, :-1]
+                                     .float(), dim=-1)                  # every position, by hand
+        lp = logp_all.gather(-1, ids[:, 1:, None]).squeeze(-1)
+        ent = -(logp_all.exp() * logp_all).sum(-1)                      # differentiated
         old = torch.zeros_like(lp)
         for b, r in enumerate(part):
             old[b][resp[b] > 0] = torch.tensor(r["logprobs"])
@@ -80,6 +83,11 @@ def test_verl_aggregation_and_entropy_match_a_plain_loop(tiny_model_dir):
     want = reference_gradient(group, rows, [[0, 1], [2, 3]], coeff=0.05)
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-7)
+    # the entropy bonus reaches the gradient: without it the gradient differs
+    no_bonus = LocalGroup("g", tiny_model_dir, ["solver"], TrainConfig(
+        ppo_mini_batches=1, micro_batch_rows=2, micro_batch_tokens=1 << 20, grad_clip=1e9,
+        entropy_coeff=0.0, loss_aggregation="verl", log_ratio_clamp=None))
+    assert max(float((a - b).abs().max()) for a, b in zip(captured_gradient(no_bonus, rows), got)) > 1e-5
     # the option matters: one token mean over the mini-batch gives another gradient
     minibatch = LocalGroup("g", tiny_model_dir, ["solver"], TrainConfig(
         ppo_mini_batches=1, micro_batch_rows=2, micro_batch_tokens=1 << 20, grad_clip=1e9,

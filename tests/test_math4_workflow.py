@@ -3,17 +3,13 @@ loss balancing on (slow: `pytest -m slow`): data, tokenizer, warm start of all f
 RL, evaluation, tables."""
 
 import json
-import os
-import shutil
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
 import streaming
-from repo import REPO as ROOT
+from repo import copy_workflow, snakemake_bin, workflow_env
 
 PROFILE = {
     "profile": "m4", "suites": ["math4"], "assignments": ["nonshared"], "seeds": [0],
@@ -33,14 +29,10 @@ PROFILE = {
 
 @pytest.mark.slow
 def test_math4_suite_end_to_end(tmp_path, capsys):
-    for name in ["Snakefile", "rules", "config", "benchmarks", "envs"]:
-        src = ROOT / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
+    copy_workflow(tmp_path)
     (tmp_path / "config" / "m4.yaml").write_text(yaml.safe_dump(PROFILE))
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-               DRMAS_WATCH_INTERVAL="30")
-    cmd = [str(Path(sys.executable).parent / "snakemake"), "--cores", "2", "--configfile", "config/m4.yaml"]
-    proc = streaming.run(cmd, tmp_path, env, capsys, timeout=2400, label="math4")
+    cmd = [snakemake_bin(), "--cores", "2", "--configfile", "config/m4.yaml"]
+    proc = streaming.run(cmd, tmp_path, workflow_env(), capsys, timeout=2400, label="math4")
     assert proc.returncode == 0, proc.stderr[-4000:]
 
     res = tmp_path / "results" / "m4"

@@ -4,24 +4,10 @@ agent_system/environments/prompts/{math,search}.py, the search environment's his
 retrieval-tool formats, multi_turn_rollout/utils.py's system prompt) filled in by hand below.
 """
 
-from types import SimpleNamespace
-
 from drmas.mas.math.orchestra import MathOrchestra
 from drmas.mas.search.orchestra import SearchOrchestra
 from drmas.retrieval.searcher import Hit
-
-SYSTEM = {"role": "system", "content": "You are a helpful and harmless assistant."}
-
-
-def recording(outputs):
-    """An act() replying from per-agent output queues; records (agent, messages) per call."""
-    seen = []
-
-    def act(agent, prompts):
-        seen.extend((agent, p) for p in prompts)
-        return [SimpleNamespace(text=outputs[agent].pop(0)) for _ in prompts]
-    return act, seen
-
+from scripted import MATH_VERIFIER_ROLE, SYSTEM, recording
 
 # -- math -------------------------------------------------------------------------------
 MATH_ENV = ("You are a member of an expert multi-agent team tasked with solving the math problem.\n"
@@ -30,14 +16,6 @@ SOLVER_ROLE = (
     'You are a "Solver Agent". Your job is to carefully reason through the math problem step '
     "by step and derive the correct answer. When reasoning, consider your teammates' outputs "
     "(if any) as auxiliary context. \n\nYou should give the final answer within \\boxed{}.\n")
-VERIFIER_ROLE = (
-    'You are a "Verifier Agent". Your responsibility is to critically review the most recent '
-    'solution provided by the "Solver Agent". Check each reasoning step, formula, and '
-    "conclusion for accuracy, completeness, and logical consistency.\n"
-    "At the end of your output, you MUST provide your verdict within <verify> </verify> using "
-    "exactly one of:\n"
-    "(1) <verify>approve</verify> if all steps and the final answer are correct.\n"
-    "(2) <verify>reject</verify> if you detect any issue.\n")
 
 
 def math_prompt(team: str, role: str) -> list[dict]:
@@ -55,7 +33,7 @@ def test_math_upstream_prompts_at_every_turn():
     team_1 = f'\nThe output of "Solver Agent": {solver_1}\n'
     team_2 = team_1 + '\nThe output of "Verifier Agent": But 2 + 12 = 14.\n<verify>reject</verify>\n'
     assert seen == [("solver", math_prompt("", SOLVER_ROLE)),
-                    ("verifier", math_prompt(team_1, VERIFIER_ROLE)),
+                    ("verifier", math_prompt(team_1, MATH_VERIFIER_ROLE)),
                     ("solver", math_prompt(team_2, SOLVER_ROLE))]       # it reads the critique
     assert ep.answer == "2 + 12 = 14. \\boxed{14}"
 

@@ -52,6 +52,29 @@ def test_logprobs_match_direct_forward(tiny_model_dir):
             assert torch.allclose(torch.tensor(g.logprobs), torch.tensor(ref), atol=1e-4)
 
 
+def test_prompt_positions_skip_the_output_layer_with_the_same_response_values(tiny_model_dir):
+    """With the response mask, logits are computed from the batch's first response position
+    on (`logits_to_keep`): same logprobs and entropies there, 0 before, fewer logits made."""
+    engine, tok = _engine(tiny_model_dir)
+    prompts = _prompts(tok)
+    gens = engine.generate(prompts, Sampling(1.0, 1.0, 12), seed=1)
+    ids, attn, resp = pack([g.prompt_ids for g in gens], [g.response_ids for g in gens],
+                           tok.pad_token_id)
+    shapes = []
+    hook = engine.model.lm_head.register_forward_hook(lambda m, i, o: shapes.append(o.shape[1]))
+    with torch.no_grad():
+        full, full_ent = response_logprobs(engine.model, ids, attn, with_entropy=True)
+        kept, kept_ent = response_logprobs(engine.model, ids, attn, with_entropy=True, resp=resp)
+    hook.remove()
+    start = min(len(g.prompt_ids) for g in gens) - 1          # the first response position
+    assert shapes == [ids.shape[1], ids.shape[1] - start]
+    assert kept.shape == full.shape and kept_ent.shape == full_ent.shape
+    assert torch.equal(kept[:, :start], torch.zeros_like(kept[:, :start]))
+    mask = resp > 0
+    torch.testing.assert_close(kept[mask], full[mask], rtol=0, atol=1e-6)
+    torch.testing.assert_close(kept_ent[mask], full_ent[mask], rtol=0, atol=1e-6)
+
+
 def test_same_seed_same_samples(tiny_model_dir):
     engine, tok = _engine(tiny_model_dir)
     prompts = _prompts(tok)

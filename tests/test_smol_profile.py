@@ -5,7 +5,6 @@ tests/test_workflow.py; the conversion itself in tests/test_check_and_perf.py.""
 from __future__ import annotations
 
 import copy
-from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -16,6 +15,7 @@ from drmas.mas.math.orchestra import MathOrchestra
 from drmas.mas.search.orchestra import SearchOrchestra
 from drmas.suites import check_suites, load_suite, suite_path
 from repo import REPO as ROOT
+from scripted import recording
 
 SMOL = ROOT / "config" / "smol.yaml"
 
@@ -70,13 +70,6 @@ def test_a_mas_without_the_prompt_set_is_refused_at_parse_time():
 
 
 # -- the smol prompt sets ---------------------------------------------------------------------
-def recording(outputs):
-    seen = []
-
-    def act(agent, prompts):
-        seen.extend((agent, p) for p in prompts)
-        return [SimpleNamespace(text=outputs[agent].pop(0)) for _ in prompts]
-    return act, seen
 
 
 def test_smol_math_prompts_at_every_turn():

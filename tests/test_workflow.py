@@ -1,30 +1,18 @@
 """The Snakemake workflow: lint-clean, suites discovered from benchmarks/, one-line config
 errors. Runs in a copy of the workflow files so the repository is never written to."""
 
-import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
-from repo import REPO as ROOT
+from repo import REPO as ROOT, copy_workflow, snakemake_bin
 
-WORKFLOW_FILES = ["Snakefile", "rules", "config", "benchmarks", "envs"]
-
-
-def snakemake_bin():
-    exe = Path(sys.executable).parent / "snakemake"
-    return str(exe) if exe.exists() else "snakemake"
 
 
 @pytest.fixture
 def workflow(tmp_path):
-    for name in WORKFLOW_FILES:
-        src = ROOT / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
-    return tmp_path
+    return copy_workflow(tmp_path)
 
 
 def snakemake(workdir, *args):

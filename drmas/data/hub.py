@@ -388,19 +388,14 @@ def _corpus_file_records(file: Path) -> Iterable[tuple[str, dict]]:
     `.jsonl.gz` as the hub ships wiki-18), read line by line."""
     import gzip
 
-    from drmas.data.io import parse_line
+    from drmas.data.io import parse_line, reading
 
     opener = gzip.open if file.suffix.lower() == ".gz" else open
-    try:
-        with opener(file, "rt", encoding="utf-8") as handle:
-            for lineno, line in enumerate(handle, start=1):
-                if line.strip():
-                    where = f"{file}:{lineno}"
-                    yield where, parse_line(line, where)
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except (OSError, EOFError) as exc:       # gzip.BadGzipFile is an OSError
-        raise DataError(f"{file}: cannot read ({' '.join(str(exc).split())[:200]})") from None
+    with reading(file), opener(file, "rt", encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            if line.strip():
+                where = f"{file}:{lineno}"
+                yield where, parse_line(line, where)
 
 
 def _hub_corpus_records(src: CorpusSource) -> Iterable[Mapping]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -27,6 +28,23 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+@contextmanager
+def reading(path, what: str = "file", error: type[Exception] = DataError):
+    """Turn the OS and decoding errors of reading `path` inside the block into one `error`
+    line that names the file: not found, a folder, not UTF-8, unreadable (gzip's errors too)."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise error(f"{path}: {what} not found") from None
+    except IsADirectoryError:
+        raise error(f"{path}: is a folder, not a {what}") from None
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except (OSError, EOFError) as exc:            # gzip.BadGzipFile is an OSError
+        detail = getattr(exc, "strerror", None) or exc
+        raise error(f"{path}: cannot read ({_one_line(detail)[:200]})") from None
+
+
 def read_jsonl(path, required: Sequence[str] = ()) -> list[dict]:
     """All rows of a JSONL file (blank lines skipped); each must be an object with `required`."""
     return [row for _, row in _numbered_rows(path, required)]
@@ -35,18 +53,9 @@ def read_jsonl(path, required: Sequence[str] = ()) -> list[dict]:
 def _numbered_rows(path, required: Sequence[str] = ()) -> list[tuple[int, dict]]:
     """(line number, row) for every non-blank line of a JSONL file."""
     path = Path(path)
-    try:
-        with path.open(encoding="utf-8") as handle:
-            return [(lineno, parse_line(line, f"{path}:{lineno}", required))
-                    for lineno, line in enumerate(handle, start=1) if line.strip()]
-    except FileNotFoundError:
-        raise DataError(f"{path}: file not found") from None
-    except IsADirectoryError:
-        raise DataError(f"{path}: is a folder, not a JSONL file") from None
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read ({_one_line(exc.strerror or exc)})") from None
+    with reading(path), path.open(encoding="utf-8") as handle:
+        return [(lineno, parse_line(line, f"{path}:{lineno}", required))
+                for lineno, line in enumerate(handle, start=1) if line.strip()]
 
 
 def read_prepared(path) -> list[dict]:
@@ -86,16 +95,8 @@ def read_yaml(path, what: str = "YAML file") -> Any:
 
 
 def _read_text(path: Path, what: str, error=DataError) -> str:
-    try:
+    with reading(path, what, error):
         return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise error(f"{path}: {what} not found") from None
-    except IsADirectoryError:
-        raise error(f"{path}: is a folder, not a {what}") from None
-    except UnicodeDecodeError as exc:
-        raise error(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise error(f"{path}: cannot read ({_one_line(exc.strerror or exc)})") from None
 
 
 def parse_line(line: str, where: str, required: Sequence[str] = ()) -> dict:

@@ -28,7 +28,7 @@ import yaml
 
 from drmas.errors import DataError
 from drmas.report.intervals import N_BOOT, seed_bootstrap
-from drmas.report.style import METHOD_ORDER
+from drmas.report.style import row_order
 
 PHASES = ["generate", "update", "sync", "total"]
 COLUMNS = {**{p: f"{p} (ms/step)" for p in PHASES},
@@ -74,9 +74,8 @@ def efficiency_table(run_dirs: list[str], n_boot: int = N_BOOT,
         cells[(assignment, method)] = {
             ("", label): seed_bootstrap(group[key].to_numpy(), n_boot=n_boot)
             for key, label in COLUMNS.items() if group[key].notna().all()}
-    order = sorted(cells, key=lambda i: (list(assignments).index(i[0]) if i[0] in assignments
-                                         else len(assignments), METHOD_ORDER.get(i[1], 9), i))
-    table = pd.DataFrame.from_dict({i: cells[i] for i in order}, orient="index")
+    table = pd.DataFrame.from_dict({i: cells[i] for i in row_order(cells, assignments)},
+                                   orient="index")
     table.index.names = ["assignment", "method"]
     if len(table.columns):
         table.columns = pd.MultiIndex.from_tuples(table.columns)

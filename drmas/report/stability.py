@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from drmas.report.intervals import N_BOOT, seed_bootstrap
-from drmas.report.style import METHOD_ORDER
+from drmas.report.style import row_order
 
 SPIKE_K = 3.0
 MIN_HISTORY = 3
@@ -77,9 +77,8 @@ def stability_table(df: pd.DataFrame, k: float = SPIKE_K, n_boot: int = N_BOOT,
             if len(values):
                 cells.setdefault((assignment, method), {})[(agent, stat)] = seed_bootstrap(
                     values, n_boot=n_boot)
-    order = sorted(cells, key=lambda i: (list(assignments).index(i[0]) if i[0] in assignments
-                                         else len(assignments), METHOD_ORDER.get(i[1], 9), i))
-    table = pd.DataFrame.from_dict({i: cells[i] for i in order}, orient="index")
+    table = pd.DataFrame.from_dict({i: cells[i] for i in row_order(cells, assignments)},
+                                   orient="index")
     table.index.names = ["assignment", "method"]
     return table
 

@@ -35,6 +35,15 @@ def use_config(cfg) -> None:
     METHOD_ORDER.update({m: i + 1 for i, m in enumerate(cfg.methods)})
 
 
+def row_order(cells, assignments) -> list:
+    """The (assignment, method) keys of `cells` in table order: the assignments in the order
+    given (unknown ones last), then the paper's order of methods, then by name."""
+    assignments = list(assignments)
+    return sorted(cells, key=lambda key: (
+        assignments.index(key[0]) if key[0] in assignments else len(assignments),
+        METHOD_ORDER.get(key[1], 9), key))
+
+
 def _hashed(name: str, colours: list[str]) -> str:
     return colours[zlib.crc32(name.encode()) % len(colours)]
 

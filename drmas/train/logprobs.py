@@ -48,17 +48,32 @@ def length_chunks(lengths: Sequence[int], max_rows: int, max_tokens: int) -> lis
 
 
 def response_logprobs(model, ids: torch.Tensor, attn: torch.Tensor, temperature: float = 1.0,
-                      with_entropy: bool = False):
-    """Per-position logprobs of the next token (B, W-1), and its entropy if asked."""
-    logits = model(input_ids=ids, attention_mask=attn, use_cache=False).logits[:, :-1].float()
-    logits = logits / max(temperature, 1e-6)
+                      with_entropy: bool = False, resp: torch.Tensor | None = None,
+                      entropy_grad: bool = False):
+    """Per-position logprobs of the next token (B, W-1), and its entropy if asked: with a
+    graph when `entropy_grad` (an entropy bonus in the loss differentiates it), else without
+    (a logged metric; its graph would hold a second vocabulary-sized tensor per position).
+
+    Given `resp` (pack's response mask), only the positions from the batch's first response
+    token on go through the output layer (transformers' `logits_to_keep`, as TRL does); the
+    columns before it hold 0. No loss reads a prompt position, and with a 49k-152k-token
+    vocabulary the prompt's logits are most of the memory and much of the time of an update
+    on long prompts (a search agent's retrieved passages)."""
+    start = int(resp.any(0).nonzero()[0]) if resp is not None and bool(resp.any()) else 0
+    keep = {"logits_to_keep": ids.shape[1] - start} if start else {}
+    logits = model(input_ids=ids, attention_mask=attn, use_cache=False, **keep).logits[:, :-1]
+    logits = logits.float() / max(temperature, 1e-6)
     logp_all = torch.log_softmax(logits, dim=-1)
-    logprobs = logp_all.gather(-1, ids[:, 1:, None]).squeeze(-1)
+    logprobs = _pad_left(logp_all.gather(-1, ids[:, start + 1:, None]).squeeze(-1), start)
     entropy = None
-    if with_entropy:                 # a logged metric, never differentiated: no graph for it
-        with torch.no_grad():
-            entropy = -(logp_all.exp() * logp_all).sum(-1)
+    if with_entropy:
+        with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
+            entropy = _pad_left(-(logp_all.exp() * logp_all).sum(-1), start)
     return logprobs, entropy
+
+
+def _pad_left(values: torch.Tensor, columns: int) -> torch.Tensor:
+    return torch.nn.functional.pad(values, (columns, 0)) if columns else values
 
 
 def unpad_response(values: torch.Tensor, resp_mask: torch.Tensor) -> list[list[float]]:

@@ -52,7 +52,7 @@ class ReferencePolicy:
             ids, attn, resp = pack([r["prompt_ids"] for r in part],
                                    [r["response_ids"] for r in part], self.pad_id)
             lp, _ = response_logprobs(self.model, ids.to(self.device), attn.to(self.device),
-                                      s.temperature)
+                                      s.temperature, resp=resp.to(self.device))
             lp, resp = lp.cpu(), resp.cpu()
             for b, i in enumerate(chunk):
                 out[i] = lp[b][resp[b] > 0].tolist()

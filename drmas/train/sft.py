@@ -100,7 +100,7 @@ def sft(model, tokenizer, traces, *, steps: int, batch_size: int, lr: float, see
             ids, attn, resp = (t.to(device) for t in pack(
                 [batch[i][0] for i in chunk], [batch[i][1] for i in chunk], tokenizer.pad_token_id))
             with autocast(device, compute):
-                logprobs, _ = response_logprobs(model, ids, attn)
+                logprobs, _ = response_logprobs(model, ids, attn, resp=resp)
             part = -(logprobs * resp).sum() / n_tokens
             part.backward()
             loss += part.item()

@@ -241,7 +241,8 @@ class GroupWorker:
                 continue
             ids, attn, resp = self._pack([rows[i] for i in chunk])
             with autocast(self.device, self.dtype):
-                lp, _ = response_logprobs(self.model, ids, attn, self.settings.temperature)
+                lp, _ = response_logprobs(self.model, ids, attn, self.settings.temperature,
+                                          resp=resp)
             out.update({i: lp[b][resp[b] > 0].cpu() for b, i in enumerate(chunk)})
         return out
 
@@ -268,19 +269,21 @@ class GroupWorker:
                 self._dummy_forward(backward=True)
             return
         ids, attn, resp = self._pack(rows)
+        opts = LossOptions.of(self.settings)
         with autocast(self.device, self.dtype):
             lp, entropy = response_logprobs(self.model, ids, attn, self.settings.temperature,
-                                            with_entropy=True)
+                                            with_entropy=True, resp=resp,
+                                            entropy_grad=bool(opts.entropy_coeff))
         old_full = torch.zeros_like(lp)
         for b, o in enumerate(old):
             old_full[b][resp[b] > 0] = o.to(self.device)
         adv = torch.tensor([r["advantage"] for r in rows], dtype=torch.float32, device=self.device)
         weights = (torch.tensor([r["loss_weight"] for r in rows], device=self.device)
                    if "loss_weight" in rows[0] else None)      # loss balance (algos/balance.py)
-        opts, denom = LossOptions.of(self.settings), denom(float(resp.sum()))
+        denom = denom(float(resp.sum()))
         loss, m = policy_loss(lp, old_full, adv, resp, clip_low=self.settings.clip_low,
                               clip_high=self.settings.clip_high, dual_clip=self.settings.dual_clip,
-                              entropy=entropy if opts.entropy_coeff else entropy.detach(), denom=denom,
+                              entropy=entropy, denom=denom,
                               entropy_coeff=opts.entropy_coeff, log_ratio_clamp=opts.log_ratio_clamp,
                               row_weights=weights)
         # FSDP averages gradients over ranks; the loss is a sum over all ranks' tokens / denom
