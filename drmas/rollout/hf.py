@@ -21,6 +21,7 @@ from typing import Iterable, Sequence
 import torch
 
 from drmas.rollout.base import Generation, Sampling
+from drmas.rollout.decode import decoding, distinct_prompts, preallocated_cache, repeat_rows
 
 
 def sample_tokens(logits: torch.Tensor, sampling: Sampling,
@@ -108,34 +109,52 @@ class HFEngine:
         self.model.eval()
         dev = self.device
         batch, width = len(prompts), max(len(p) for p in prompts)
-        ids = torch.full((batch, width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((batch, width), dtype=torch.long)
-        for i, p in enumerate(prompts):                      # left padding
-            ids[i, width - len(p):] = torch.tensor(p)
-            mask[i, width - len(p):] = 1
-        ids, mask = ids.to(dev), mask.to(dev)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
-        past, new_tokens, new_logprobs = None, [], []
-        done = torch.zeros(batch, dtype=torch.bool, device=dev)
-        ones = torch.ones((batch, 1), dtype=torch.long, device=dev)
-        step_ids = ids
-        for _ in range(sampling.max_tokens):
-            out = self.model(input_ids=step_ids, attention_mask=mask, position_ids=positions,
+        unique, index = distinct_prompts(prompts)
+        ids = self._left_padded(unique, width)
+        prompt_mask = (ids != -1).long()
+        ids = ids.masked_fill(prompt_mask == 0, self.pad_id)
+        positions = (prompt_mask.cumsum(-1) - 1).clamp(min=0)
+        # the mask spans the cache's whole capacity: left padding off, every response slot on
+        # (a slot not yet written is after the current position, so causality hides it)
+        mask = torch.cat([prompt_mask, prompt_mask.new_ones((len(unique), sampling.max_tokens))], 1)
+        past = preallocated_cache(self.model, width + sampling.max_tokens)
+        with decoding(self.model):
+            # one prefill per distinct prompt; its cache rows are then repeated per sample
+            out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions,
                              past_key_values=past, use_cache=True, logits_to_keep=1)
-            past = out.past_key_values
-            tokens, logprobs = sample_tokens(out.logits[:, -1, :], sampling, generator)
-            tokens = torch.where(done, torch.full_like(tokens, self.pad_id), tokens)
-            new_tokens.append(tokens)
-            new_logprobs.append(logprobs)
-            done = done | (tokens == self.eos_id)
-            if bool(done.all()):
-                break
-            step_ids = tokens[:, None]
-            mask = torch.cat([mask, ones], dim=1)
-            positions = positions[:, -1:] + 1
+            logits = out.logits[:, -1, :]
+            if len(unique) < batch:
+                counts = torch.bincount(torch.tensor(index), minlength=len(unique)).to(dev)
+                repeat_rows(past, counts)
+                logits = logits.repeat_interleave(counts, dim=0)
+                mask = mask.repeat_interleave(counts, dim=0)
+                positions = positions.repeat_interleave(counts, dim=0)
+            new_tokens, new_logprobs = [], []
+            done = torch.zeros(batch, dtype=torch.bool, device=dev)
+            for step in range(sampling.max_tokens):
+                if step:
+                    out = self.model(input_ids=tokens[:, None], attention_mask=mask,
+                                     position_ids=positions, past_key_values=past,
+                                     use_cache=True, logits_to_keep=1)
+                    logits = out.logits[:, -1, :]
+                tokens, logprobs = sample_tokens(logits, sampling, generator)
+                tokens = torch.where(done, torch.full_like(tokens, self.pad_id), tokens)
+                new_tokens.append(tokens)
+                new_logprobs.append(logprobs)
+                done = done | (tokens == self.eos_id)
+                if bool(done.all()):
+                    break
+                positions = positions[:, -1:] + 1
         self.model.train(was_training)
         return self._unpack(prompts, torch.stack(new_tokens, 1).cpu(),
                             torch.stack(new_logprobs, 1).cpu())
+
+    def _left_padded(self, prompts, width: int) -> torch.Tensor:
+        """[len(prompts), width] token ids on the engine's device, -1 where padding."""
+        ids = torch.full((len(prompts), width), -1, dtype=torch.long)
+        for i, p in enumerate(prompts):
+            ids[i, width - len(p):] = torch.tensor(p, dtype=torch.long)
+        return ids.to(self.device)
 
     def _unpack(self, prompts, tokens: torch.Tensor, logprobs: torch.Tensor) -> list[Generation]:
         gens = []
