@@ -139,6 +139,15 @@ def test_preallocated_cache_has_every_layer_from_the_start():
     assert len(cache.layers) == 2 and cache.get_mask_sizes(7, 0) == (20, 0)
 
 
+def test_sliding_window_layers_are_refused_in_one_line():
+    from drmas.errors import ConfigError
+
+    model = _gqa_model()
+    model.config.layer_types = ["full_attention", "sliding_attention"]
+    with pytest.raises(ConfigError, match="sliding_attention layers: use engine: vllm"):
+        preallocated_cache(model, 20)
+
+
 def test_decoding_switches_sdpa_models_only_and_restores():
     model = _gqa_model()
     with decoding(model):

@@ -29,6 +29,8 @@ from transformers.cache_utils import Cache, DynamicLayer
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
+from drmas.errors import ConfigError
+
 NAME = "drmas_decode"
 
 
@@ -89,8 +91,13 @@ def preallocated_cache(model, capacity: int) -> Cache:
     """A cache for `model` whose layers hold `capacity` positions (prompt width + new tokens);
     the 2-D attention mask given with it must cover all `capacity` positions. The layers exist
     from the start, so that the prefill's mask is sized to the capacity too."""
-    layers = model.config.get_text_config(decoder=True).num_hidden_layers
-    return Cache(layers=[PreallocatedLayer(capacity) for _ in range(layers)])
+    config = model.config.get_text_config(decoder=True)
+    kinds = set(getattr(config, "layer_types", None) or ["full_attention"])
+    if kinds != {"full_attention"}:
+        raise ConfigError(f"the hf engine's cache holds full-attention layers only; this model "
+                          f"has {', '.join(sorted(kinds - {'full_attention'}))} layers: use "
+                          f"engine: vllm for it")
+    return Cache(layers=[PreallocatedLayer(capacity) for _ in range(config.num_hidden_layers)])
 
 
 def repeat_rows(cache: Cache, counts: torch.Tensor) -> None:

@@ -3,7 +3,9 @@
 A hand-written decode loop rather than `model.generate`, because RL needs exactly three
 things `generate` makes awkward: per-token logprobs of the sampled tokens, an explicit seeded
 generator (same seed -> same samples on a given device), and top-p applied the same way
-every time. Every tensor it makes lives on the model's device, the generator too. Only the
+every time. Every tensor it makes lives on the model's device, the generator too. What makes
+it fast on a CPU (a preallocated KV cache, single-row attention that does not copy the cache,
+one prefill per distinct prompt) is in `decode.py`. Only the
 last position's logits are computed (`logits_to_keep=1`): at prefill, the logits of every
 prompt position would be batch x prompt x vocabulary (15 GB in bf16 for 160 SmolLM2 prompts
 of 1000 tokens).
