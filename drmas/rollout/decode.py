@@ -100,12 +100,6 @@ def preallocated_cache(model, capacity: int) -> Cache:
     return Cache(layers=[PreallocatedLayer(capacity) for _ in range(config.num_hidden_layers)])
 
 
-def repeat_rows(cache: Cache, counts: torch.Tensor) -> None:
-    """Row i of the cache becomes counts[i] consecutive rows."""
-    for layer in cache.layers:
-        layer.batch_repeat_interleave(counts)
-
-
 def decode_attention(module, query, key, value, attention_mask, dropout: float = 0.0,
                      scaling: float | None = None, **kwargs):
     """Attention of a single query row against the cached keys / values, without repeating

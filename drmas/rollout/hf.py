@@ -23,7 +23,7 @@ from typing import Iterable, Sequence
 import torch
 
 from drmas.rollout.base import Generation, Sampling
-from drmas.rollout.decode import decoding, distinct_prompts, preallocated_cache, repeat_rows
+from drmas.rollout.decode import decoding, distinct_prompts, preallocated_cache
 
 
 def sample_tokens(logits: torch.Tensor, sampling: Sampling,
@@ -127,7 +127,7 @@ class HFEngine:
             logits = out.logits[:, -1, :]
             if len(unique) < batch:
                 counts = torch.bincount(torch.tensor(index), minlength=len(unique)).to(dev)
-                repeat_rows(past, counts)
+                past.batch_repeat_interleave(counts)     # row i -> counts[i] rows, per layer
                 logits = logits.repeat_interleave(counts, dim=0)
                 mask = mask.repeat_interleave(counts, dim=0)
                 positions = positions.repeat_interleave(counts, dim=0)
