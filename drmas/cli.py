@@ -392,7 +392,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="scores.json files written by `drmas evaluate` (any order)")
     sp.add_argument("--out", required=True, help="output path without extension")
     sp.add_argument("--runs", nargs="+", default=None,
-                    help="run folders: adds the stability and efficiency tables (<out>_stability.csv, <out>_efficiency.csv)")
+                    help="run folders: adds the ablation, stability and efficiency tables (<out>_ablations.csv, <out>_stability.csv, <out>_efficiency.csv)")
     sp.add_argument("--spike-k", type=float, default=None,
                     help="a grad-norm spike exceeds this many times the running median "
                          "(default: the config's report.spike_k)")

@@ -17,6 +17,8 @@ rule table:
                    category="Tables", subcategory="{suite}", labels={"suite": "{suite}", "table": "avg@n / pass@n"}),
         behaviour=report(f"{RES}/tables/{{suite}}_behaviour.csv", caption=f"{CAPTIONS}/behaviour.rst",
                          category="Tables", subcategory="{suite}", labels={"suite": "{suite}", "table": "behaviour"}),
+        ablations=report(f"{RES}/tables/{{suite}}_ablations.csv", caption=f"{CAPTIONS}/ablations.rst",
+                         category="Tables", subcategory="{suite}", labels={"suite": "{suite}", "table": "ablations"}),
         stability=report(f"{RES}/tables/{{suite}}_stability.csv", caption=f"{CAPTIONS}/stability.rst",
                          category="Tables", subcategory="{suite}", labels={"suite": "{suite}", "table": "stability"}),
         efficiency=report(f"{RES}/tables/{{suite}}_efficiency.csv", caption=f"{CAPTIONS}/efficiency.rst",

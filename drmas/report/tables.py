@@ -5,8 +5,9 @@ Each cell is the mean over seeds and test problems with a 95% bootstrap interval
 resamples both (`intervals.crossed_bootstrap`); per assignment a row "Δ Dr. MAS − GRPO"
 gives the difference paired by seed and problem, with its interval. Base (warm-start) rows
 appear once per distinct set of base models: an evaluation copied from a twin assignment
-(`meta.same_as` in its scores.json) is not repeated. With run folders, a stability table
-(`stability.py`) follows.
+(`meta.same_as` in its scores.json) is not repeated. With run folders, the ablation table
+(`ablations.py`: each method against the one it changes) and the stability table
+(`stability.py`) follow.
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ from drmas.config import Config
 from drmas.suites import Suite
 from drmas.errors import DataError
 from drmas.metrics import problem_values
-from drmas.report import efficiency, stability
-from drmas.report.intervals import N_BOOT, Interval, crossed_bootstrap, paired_bootstrap
+from drmas.report import ablations, efficiency, stability
+from drmas.report.cells import AVG, interval_cells, metrics_of, paired_cells, sources_of
+from drmas.report.intervals import N_BOOT, Interval
 from drmas.report import style
 from drmas.report.style import DELTA_LABEL, METHOD_LABEL, METHOD_ORDER
 
-AVG = "Avg"
 ALL_PROBLEMS = "(all)"       # stands for the problems of scores.json files without per-problem counts
 
 
@@ -73,74 +74,24 @@ def collect(scores: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(records)
 
 
-def _matrices(frame: pd.DataFrame, sources: list[str], seeds=None, problems=None) -> list[np.ndarray]:
-    """One seeds x problems matrix per source (seeds and problems sorted, or as given)."""
-    out = []
-    for source in sources:
-        wide = frame[frame.source == source].pivot_table(index="seed", columns="problem",
-                                                         values="value", aggfunc="mean")
-        if seeds is not None:
-            wide = wide.reindex(index=seeds, columns=problems[source])
-        wide = wide.dropna(axis=1)
-        if wide.shape[1] == 0:
-            raise DataError(f"{source}: no problem scored under every seed "
-                            f"{list(wide.index)}")
-        out.append(wide.to_numpy())
-    return out
-
-
-def _sources(long: pd.DataFrame) -> list[str]:
-    return list(dict.fromkeys(long["source"]))
-
-
-def _row(frame: pd.DataFrame, sources: list[str], metrics: list[str], n_boot: int) -> dict:
-    cells = {}
-    for metric in metrics:
-        mats = _matrices(frame[frame.metric == metric], sources)
-        for source, mat in zip(sources, mats):
-            cells[(source, metric)] = crossed_bootstrap(mat, n_boot=n_boot)
-        cells[(AVG, metric)] = crossed_bootstrap(mats, n_boot=n_boot)
-    return cells
-
-
-def _delta_row(a: pd.DataFrame, b: pd.DataFrame, sources: list[str], metrics: list[str],
-               n_boot: int) -> dict | None:
-    """a - b paired by seed and problem; None when the two share no seed."""
-    seeds = sorted(set(a.seed) & set(b.seed))
-    if not seeds:
-        return None
-    cells = {}
-    for metric in metrics:
-        fa, fb = a[a.metric == metric], b[b.metric == metric]
-        problems = {s: sorted(set(fa[fa.source == s].problem) & set(fb[fb.source == s].problem))
-                    for s in sources}
-        ma = _matrices(fa, sources, seeds, problems)
-        mb = _matrices(fb, sources, seeds, problems)
-        for source, x, y in zip(sources, ma, mb):
-            cells[(source, metric)] = paired_bootstrap(x, y, n_boot=n_boot)
-        cells[(AVG, metric)] = paired_bootstrap(ma, mb, n_boot=n_boot)
-    return cells
-
-
 def build_table(long: pd.DataFrame, assignments: list[str], n_boot: int = N_BOOT) -> pd.DataFrame:
     """Rows (assignment, method label) in config order and paper order of methods, then the
     paired Δ row per assignment; columns (source, metric) then (Avg, metric) holding
     `Interval`s (in %), and ("", "seeds")."""
     if long.empty:
         raise DataError("no scores to tabulate")
-    sources = _sources(long)
-    metrics = sorted(set(long["metric"]), key=lambda m: m.startswith("pass"))
+    sources, metrics = sources_of(long), metrics_of(long)
     order = sorted({(a, m) for a, m in zip(long.assignment, long.method)},
                    key=lambda i: (assignments.index(i[0]) if i[0] in assignments else 99,
                                   METHOD_ORDER.get(i[1], 9), i[1]))
     rows, index = [], []
     for assignment, method in order:
         frame = long[(long.assignment == assignment) & (long.method == method)]
-        rows.append({**_row(frame, sources, metrics, n_boot), ("", "seeds"): frame.seed.nunique()})
+        rows.append({**interval_cells(frame, sources, metrics, n_boot), ("", "seeds"): frame.seed.nunique()})
         index.append((assignment, METHOD_LABEL.get(method, method)))
         if method == "drmas" and (assignment, "grpo") in order:
             grpo = long[(long.assignment == assignment) & (long.method == "grpo")]
-            delta = _delta_row(frame, grpo, sources, metrics, n_boot)
+            delta = paired_cells(frame, grpo, sources, metrics, n_boot)
             if delta is not None:
                 seeds = len(set(frame.seed) & set(grpo.seed))
                 rows.append({**delta, ("", "seeds"): seeds})
@@ -202,14 +153,18 @@ def _flat(columns) -> list[str]:
 def _text(value, signed: bool = False) -> str:
     if isinstance(value, Interval):
         return value.cell(signed=signed)
+    if isinstance(value, str):
+        return value
     if isinstance(value, (int, np.integer)):
         return str(int(value))
     return "" if pd.isna(value) else f"{value:.1f}"
 
 
 def as_text(wide: pd.DataFrame) -> pd.DataFrame:
-    """Cells as strings: 'mean [lo, hi]', signed on Δ rows."""
-    return pd.DataFrame([[_text(v, signed=idx[1] == DELTA_LABEL) for v in row]
+    """Cells as strings: 'mean [lo, hi]', signed on Δ rows and under Δ columns."""
+    delta_cols = [str(c[0] if isinstance(c, tuple) else c).startswith("Δ") for c in wide.columns]
+    return pd.DataFrame([[_text(v, signed=idx[1] == DELTA_LABEL or d)
+                          for v, d in zip(row, delta_cols)]
                          for idx, row in zip(wide.index, wide.to_numpy())],
                         index=wide.index, columns=_flat(wide.columns))
 
@@ -250,9 +205,9 @@ def write_table(cfg: Config, suite: Suite, score_files: list[str], out: str,
                 run_dirs: list[str] | None = None, spike_k: float = stability.SPIKE_K,
                 n_boot: int = N_BOOT) -> pd.DataFrame:
     """`<out>.md` (all sections), `<out>.csv` and `<out>.tex` (main table), and beside them
-    `<out>_behaviour.csv` (when the scores carry routing stats), `<out>_stability.csv` and
-    `<out>_efficiency.{csv,md}` (when run folders are given; machine-dependent, so kept out of
-    `<out>.md`)."""
+    `<out>_behaviour.csv` (when the scores carry routing stats), and when run folders are given
+    `<out>_ablations.csv`, `<out>_stability.csv` and `<out>_efficiency.{csv,md}` (the last
+    machine-dependent, so kept out of `<out>.md`)."""
     style.use_config(cfg)
     scores = read_scores(score_files)
     wide = build_table(collect(scores), cfg.assignments, n_boot=n_boot)
@@ -276,7 +231,13 @@ def write_table(cfg: Config, suite: Suite, score_files: list[str], out: str,
     if run_dirs:
         from drmas.report.runs import load_runs
 
-        stab = stability.stability_table(load_runs(run_dirs), k=spike_k, n_boot=n_boot,
+        runs = load_runs(run_dirs)
+        abl = ablations.ablation_table(cfg, collect(scores), runs, k=spike_k, n_boot=n_boot)
+        md += "\n" + to_markdown(abl, f"{name} [{suite.name}]: each method against the method "
+                                 f"it changes, profile {cfg.profile}", [ablations.note(spike_k, n_boot)])
+        as_numbers(abl).to_csv(out_path.with_name(out_path.name + "_ablations.csv"),
+                               float_format="%.2f")
+        stab = stability.stability_table(runs, k=spike_k, n_boot=n_boot,
                                          assignments=cfg.assignments)
         stab = stab.rename(index=lambda m: METHOD_LABEL.get(m, m), level="method")
         stab.columns = pd.MultiIndex.from_tuples([(a, stability.STATS[s]) for a, s in stab.columns])
