@@ -89,6 +89,9 @@ include: "rules/report.smk"
 
 rule all:
     input:
-        expand(f"{RES}/tables/{{suite}}.{{ext}}", suite=SUITES, ext=["md", "tex", "csv"]),
+        # every file of the table rule, so that a table added by a newer drmas gets written
+        expand(f"{RES}/tables/{{suite}}{{name}}", suite=SUITES,
+               name=[".md", ".tex", ".csv", "_behaviour.csv", "_ablations.csv", "_stability.csv",
+                     "_efficiency.csv", "_efficiency.md"]),
         expand(f"{RES}/figures/{{suite}}_{{fig}}.png", suite=SUITES, fig=FIGURES),
     default_target: True
