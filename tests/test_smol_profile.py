@@ -31,7 +31,7 @@ def test_smol_profile_converts_its_model_into_results():
     suites = {name: load_suite(ROOT / suite_path(name)) for name in cfg.suites}
     check_suites(cfg, suites, ROOT / "benchmarks")
     assert cfg.for_suite("search").train.max_response_tokens == 64
-    assert cfg.for_suite("math").train.max_response_tokens == 256
+    assert cfg.for_suite("math").train.max_response_tokens == 160
 
 
 @pytest.mark.parametrize("change, fragment", [
