@@ -210,7 +210,8 @@ def write_table(cfg: Config, suite: Suite, score_files: list[str], out: str,
     machine-dependent, so kept out of `<out>.md`)."""
     style.use_config(cfg)
     scores = read_scores(score_files)
-    wide = build_table(collect(scores), cfg.assignments, n_boot=n_boot)
+    long = collect(scores)
+    wide = build_table(long, cfg.assignments, n_boot=n_boot)
     out_path = Path(out)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     name = suite.title or suite.name
@@ -232,7 +233,7 @@ def write_table(cfg: Config, suite: Suite, score_files: list[str], out: str,
         from drmas.report.runs import load_runs
 
         runs = load_runs(run_dirs)
-        abl = ablations.ablation_table(cfg, collect(scores), runs, k=spike_k, n_boot=n_boot)
+        abl = ablations.ablation_table(cfg, long, runs, k=spike_k, n_boot=n_boot)
         md += "\n" + to_markdown(abl, f"{name} [{suite.name}]: each method against the method "
                                  f"it changes, profile {cfg.profile}", [ablations.note(spike_k, n_boot)])
         as_numbers(abl).to_csv(out_path.with_name(out_path.name + "_ablations.csv"),
