@@ -155,3 +155,25 @@ def test_batch_search_matches_single_searches(bm25_index, searcher):
 def test_make_retriever_in_process(bm25_index, searcher):
     with make_retriever(index_dir=bm25_index[1]) as retriever:
         assert retriever.batch_search(["guild lore"], k=3) == [searcher.search("guild lore", k=3)]
+
+
+def test_hits_equal_pyserini_lucene_searchers(bm25_index, searcher):
+    """AnseriniSearcher skips pyserini's heavy package init; its hits must be LuceneSearcher's
+    (same documents, same order, same scores), batched and single, at our BM25 settings."""
+    from pyserini.search.lucene import LuceneSearcher
+
+    rows, index_dir = bm25_index
+    queries = [r["contents"].split("\n")[0] for r in rows[:15]] + ["river recorded in the year",
+                                                                   "guild lore", ""]
+    reference = LuceneSearcher(str(index_dir))
+    try:
+        reference.set_bm25(0.9, 0.4)
+        assert searcher.num_docs == reference.num_docs
+        ref = reference.batch_search(queries, [str(i) for i in range(len(queries))], k=5, threads=1)
+        expected = [[(h.docid, h.score) for h in ref.get(str(i), [])] for i in range(len(queries))]
+        single = [[(h.docid, h.score) for h in reference.search(q, k=5)] for q in queries]
+    finally:
+        reference.close()
+    got = [[(h.docid, h.score) for h in hits] for hits in searcher.batch_search(queries, k=5)]
+    assert got == expected == single
+    assert all(got[:-1]) and got[-1] == []   # real hits for every query but the empty one

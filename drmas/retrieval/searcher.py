@@ -110,8 +110,47 @@ def warn_errors(errors: dict[int, str]) -> None:
         log.warning("query %d not searched: %s", i, message)
 
 
+class AnseriniSearcher:
+    """Anserini's `SimpleSearcher`, the Java class that pyserini's `LuceneSearcher` wraps,
+    reached through pyserini's JVM bridge (`pyserini.pyclass`) with the same calls and results.
+
+    Why not `LuceneSearcher` itself: importing `pyserini.search.lucene` runs a package init
+    that loads pyserini's neural encoders, hence torch and transformers, which a BM25 search
+    never uses. That import took 9 s of CPU on a 2-core machine, and every search job (each
+    training run and evaluation starts its own retrieval service) paid it: about a tenth of
+    the default profile. `tests/test_retrieval.py` checks that the hits equal
+    `LuceneSearcher`'s. Call it from one thread (`BM25Searcher` keeps it on its owner thread).
+    """
+
+    def __init__(self, index_dir: str | Path):
+        from pyserini.pyclass import autoclass
+
+        self._list = autoclass("java.util.ArrayList")
+        self._java = autoclass("io.anserini.search.SimpleSearcher")(str(index_dir))
+        self.num_docs = int(self._java.get_total_num_docs())
+
+    def set_bm25(self, k1: float, b: float) -> None:
+        self._java.set_bm25(float(k1), float(b))
+
+    def search(self, query: str, k: int) -> list:
+        """Anserini's ScoredDoc hits (docid, score, lucene_document), best first."""
+        return list(self._java.search(query, int(k)))
+
+    def batch_search(self, queries: list[str], qids: list[str], k: int, threads: int) -> dict:
+        """{qid: ScoredDoc hits} for every query, searched on `threads` Java threads."""
+        java_queries, java_qids = self._list(), self._list()
+        for query, qid in zip(queries, qids, strict=True):
+            java_queries.add(query)
+            java_qids.add(qid)
+        results = self._java.batch_search(java_queries, java_qids, int(k), int(threads))
+        return {e.getKey(): list(e.getValue()) for e in results.entrySet().toArray()}
+
+    def close(self) -> None:
+        self._java.close()
+
+
 def _close_and_detach(searcher) -> None:
-    """Close a LuceneSearcher and detach the calling (owner) thread from the JVM."""
+    """Close an AnseriniSearcher and detach the calling (owner) thread from the JVM."""
     import jnius
 
     searcher.close()
@@ -162,9 +201,7 @@ class BM25Searcher(Searcher):
         from drmas.retrieval.java import ensure_jvm
 
         ensure_jvm(self.max_heap)
-        from pyserini.search.lucene import LuceneSearcher
-
-        searcher = LuceneSearcher(str(self.index_dir))
+        searcher = AnseriniSearcher(self.index_dir)
         searcher.set_bm25(self.k1, self.b)
         return searcher
 
@@ -191,11 +228,11 @@ class BM25Searcher(Searcher):
     def _batch_search(self, queries: list[str], k: int, threads: int) -> list[list[Hit]]:
         # Query ids are positions, so duplicate queries keep their own slots.
         qids = [str(i) for i in range(len(queries))]
-        results = self._searcher.batch_search(queries, qids, k=k, threads=threads)
+        results = self._searcher.batch_search(queries, qids, k, threads)
         return [[self._to_hit(h) for h in results.get(qid, [])] for qid in qids]
 
     def _search_one(self, query: str, k: int) -> list[Hit]:
-        return [self._to_hit(h) for h in self._searcher.search(query, k=k)]
+        return [self._to_hit(h) for h in self._searcher.search(query, k)]
 
     @staticmethod
     def _to_hit(scored) -> Hit:
