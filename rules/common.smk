@@ -63,11 +63,14 @@ def gguf_input(wildcards):
 
 
 def scores_of(wildcards):
-    """Every scores.json a suite's table needs: base and each method, per assignment and seed."""
-    return expand(f"{RES}/evals/{wildcards.suite}/{{assignment}}/{{method}}/seed{{seed}}/scores.json",
-                  assignment=SUITE_CFG[wildcards.suite].assignments,
-                  method=["base"] + SUITE_CFG[wildcards.suite].methods,
-                  seed=SEEDS)
+    """Every scores.json a suite's table needs: each method per assignment and seed, and the
+    base models per assignment at the first seed only: they do not depend on the RL seed, so
+    evaluating them again per seed would cost a job per seed for sampling noise alone."""
+    pattern = f"{RES}/evals/{wildcards.suite}/{{assignment}}/{{method}}/seed{{seed}}/scores.json"
+    assignments = SUITE_CFG[wildcards.suite].assignments
+    return (expand(pattern, assignment=assignments, method=["base"], seed=SEEDS[:1])
+            + expand(pattern, assignment=assignments, method=SUITE_CFG[wildcards.suite].methods,
+                     seed=SEEDS))
 
 
 def runs_of(wildcards):

@@ -201,6 +201,15 @@ def _base_note(copies: dict[str, list[str]]) -> str:
             "base row).")
 
 
+def _base_seeds_note(scores: list[dict], seeds: list[int]) -> str:
+    base = sorted({s["meta"]["seed"] for s in scores if s["meta"]["method"] == "base"})
+    if not base or base == seeds:
+        return ""
+    return (f"Base rows: seed {', '.join(map(str, base))} only (the warm-started models do not "
+            "depend on the RL seed, so the workflow evaluates them once): their intervals are "
+            "over test problems.")
+
+
 def write_table(cfg: Config, suite: Suite, score_files: list[str], out: str,
                 run_dirs: list[str] | None = None, spike_k: float = stability.SPIKE_K,
                 n_boot: int = N_BOOT) -> pd.DataFrame:
@@ -221,7 +230,7 @@ def write_table(cfg: Config, suite: Suite, score_files: list[str], out: str,
     notes = [f"Cells: mean over seeds and test problems [95% bootstrap interval resampling "
              f"both, {n_boot} replicates]; {DELTA_LABEL}: paired by seed and problem. "
              "An interval that excludes 0 on a Δ row separates the methods at this sample size.",
-             _base_note(base_copies(scores))]
+             _base_note(base_copies(scores)), _base_seeds_note(scores, seeds)]
     md = to_markdown(wide, title, notes)
     routing = behaviour_table(scores, cfg.assignments)
     if routing is not None:
