@@ -46,9 +46,10 @@ def test_default_dry_run_job_counts(workflow):
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     counts = job_counts(out)
-    # two suites (math, search) x 3 assignments x 2 methods; small + medium per suite
-    assert counts["train"] == 12 and counts["evaluate_run"] == 12 and counts["evaluate_base"] == 6
-    assert counts["warmstart"] == 4 and counts["index"] == 1 and counts["prepare"] == 2
+    # (math: 2 assignments + search: 3) x 2 methods x 3 seeds; base models at seed 0 only;
+    # small per suite + medium for search's hetero
+    assert counts["train"] == 30 and counts["evaluate_run"] == 30 and counts["evaluate_base"] == 5
+    assert counts["warmstart"] == 3 and counts["index"] == 1 and counts["prepare"] == 2
 
 
 def job_counts(out: str) -> dict:
@@ -57,9 +58,12 @@ def job_counts(out: str) -> dict:
 
 
 @pytest.mark.parametrize("args,expect", [
-    (["--config", "seeds=[0,1,2]"], {"train": 36, "evaluate_base": 18, "warmstart": 4}),
-    (["--config", "eval={n: 8}"], {"train": 12, "evaluate_run": 12}),
-    (["--config", "train={lr: 5.0e-4}", "seeds=[0,1]"], {"train": 24}),
+    (["--config", "seeds=[0]"], {"train": 10, "evaluate_base": 5, "warmstart": 3}),
+    (["--config", "eval={n: 8}"], {"train": 30, "evaluate_run": 30}),
+    (["--config", "train={lr: 5.0e-4}", "seeds=[0,1]"], {"train": 20}),
+    (["--config", "suites=[search]", "assignments=[shared]"], {"train": 6, "warmstart": 1}),
+    (["--config", "suites=[math]", "suite_overrides={math: {assignments: [nonshared]}}"],
+     {"train": 6, "evaluate_base": 1}),
 ])
 def test_readme_config_overrides_work(workflow, args, expect):
     """The README's `--config` examples: lists and nested keys, values read as YAML."""
@@ -96,7 +100,7 @@ def test_paper_profile_stands_alone(workflow):
             node = node.get(part) if isinstance(node, dict) else None
         assert node is None or source_of(key, sources) == "default", key
     assert paper["train"]["lr"] == 1e-6 and paper["suite_overrides"]["search"]["train"]["group_n"] == 5
-    assert "steps" not in paper["suite_overrides"]["search"]["train"]      # default.yaml's 12
+    assert "steps" not in paper["suite_overrides"]["search"]["train"]      # default.yaml's 10
     proc = snakemake(workflow, "-n", "--quiet", "rules", "--configfile", "config/paper.yaml")
     assert proc.returncode == 0, proc.stderr
     assert "extended by additional config" not in proc.stdout + proc.stderr
