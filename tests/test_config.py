@@ -91,7 +91,7 @@ def test_suite_overrides_apply_to_that_suite_only():
     assert (s.train.group_n, s.train.steps) == (4, cfg.train.steps)
     assert s.agent_train("verifier").lr == 1.0e-4 and s.agent_train("verifier").temperature == 0.8
     assert s.agent_train("answerer").lr == 2.0e-4
-    assert cfg.warmstart.steps == DEFAULT["warmstart"]["steps"]                    # untouched
+    assert cfg.warmstart.steps == WarmstartConfig().steps                          # untouched
     bad = copy.deepcopy(raw)
     bad["suite_overrides"]["search"]["train"]["bogus"] = 1
     with pytest.raises(ConfigError, match=r"suite_overrides\.search\.train"):

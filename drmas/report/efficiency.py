@@ -13,7 +13,8 @@ step in `metrics.jsonl`:
 Per run a phase counts as its median over steps (the first step pays one-off costs such as
 compiling and allocating; a median ignores it without a rule for which steps to drop), the
 memory as its value at the last step: the largest group's peak and the sum over groups (what
-the run needs at once when every group lives on the same machine). Cells are means over
+the run needs at once when every group lives on the same machine), counting a process that
+holds several groups once. Cells are means over
 seeds with a 95% bootstrap interval over seeds (`intervals.seed_bootstrap`).
 """
 
@@ -37,9 +38,18 @@ COLUMNS = {**{p: f"{p} (ms/step)" for p in PHASES},
            "peak_sum_mb": "peak memory, all groups (MB)"}
 
 
-def _peaks(memory: dict) -> list[float]:
-    return [float(v) for g in (memory or {}).values() for k, v in g.items()
-            if k in ("peak_rss_mb", "peak_mem_mb") and isinstance(v, (int, float))]
+def _peaks(memory: dict, one_process: bool = False) -> list[float]:
+    """One peak per process (and device): groups that share a process (`backend: local`)
+    report that process's peak each, which counts once. Without a logged `pid` (runs from
+    before it was), `one_process` says whether all groups lived in the trainer's process."""
+    peaks: dict = {}
+    for group, stats in (memory or {}).items():
+        for key, value in stats.items():
+            if key in ("peak_rss_mb", "peak_mem_mb") and isinstance(value, (int, float)):
+                owner = ((stats["pid"], stats.get("device")) if "pid" in stats
+                         else "trainer" if one_process else group)
+                peaks[owner] = max(float(value), peaks.get(owner, 0.0))
+    return list(peaks.values())
 
 
 def run_efficiency(run: str | Path) -> dict:
@@ -58,7 +68,9 @@ def run_efficiency(run: str | Path) -> dict:
         row[phase] = 1e3 * float(np.median(times)) if times else np.nan
     rates = [m["tokens_per_s"] for m in steps if isinstance(m.get("tokens_per_s"), (int, float))]
     row["tokens_per_s"] = float(np.median(rates)) if rates else np.nan
-    peaks = _peaks(steps[-1].get("memory"))
+    summary = run / "summary.json"
+    local = summary.exists() and json.loads(summary.read_text()).get("backend") == "local"
+    peaks = _peaks(steps[-1].get("memory"), one_process=local)
     row["peak_max_mb"] = max(peaks) if peaks else np.nan
     row["peak_sum_mb"] = sum(peaks) if peaks else np.nan
     return row
