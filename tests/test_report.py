@@ -1,6 +1,7 @@
 """Tables and figures from hand-made scores and a small fixture of run folders."""
 
 import json
+from pathlib import Path
 
 import matplotlib.colors as mcolors
 import numpy as np
@@ -188,16 +189,15 @@ def test_efficiency_against_hand_values(runs):
     assert seed0["generate"] == pytest.approx(1000.0) and seed1["generate"] == pytest.approx(2000.0)
     assert seed0["tokens_per_s"] == pytest.approx(450.0)
     assert (seed0["peak_max_mb"], seed0["peak_sum_mb"]) == (300.0, 408.0)   # last step: 108 + 300
-    # groups in one process (backend: local) report that process once; other processes add up
-    shared = {"a": {"peak_rss_mb": 700.0, "pid": 7}, "b": {"peak_rss_mb": 700.0, "pid": 7},
-              "c": {"peak_rss_mb": 250.0, "pid": 8}}
-    assert sorted(efficiency._peaks(shared)) == [250.0, 700.0]
-    gpus = {"a": {"peak_mem_mb": 5.0, "pid": 7, "device": "cuda:0"},
-            "b": {"peak_mem_mb": 9.0, "pid": 7, "device": "cuda:1"}}
-    assert sorted(efficiency._peaks(gpus)) == [5.0, 9.0]
-    unnamed = {"a": {"peak_rss_mb": 700.0}, "b": {"peak_rss_mb": 690.0}}   # no pid logged
-    assert sorted(efficiency._peaks(unnamed)) == [690.0, 700.0]
-    assert efficiency._peaks(unnamed, one_process=True) == [700.0]
+    # groups in one process (backend: local) all report that process: it counts once
+    groups = {"a": {"peak_rss_mb": 700.0}, "b": {"peak_rss_mb": 690.0}}
+    assert sorted(efficiency._peaks(groups)) == [690.0, 700.0]
+    assert efficiency._peaks(groups, one_process=True) == [700.0]
+    config = json.loads((Path(grpo[0]) / "config.yaml").read_text())
+    config["config"] = {"resources": {"backend": "local"}}      # as the trainer writes it
+    (Path(grpo[0]) / "config.yaml").write_text(json.dumps(config))
+    local = efficiency.run_efficiency(grpo[0])
+    assert (local["peak_max_mb"], local["peak_sum_mb"]) == (300.0, 300.0)
     table = efficiency.efficiency_table(runs, n_boot=200, assignments=["shared", "nonshared"])
     cell = table.loc[("shared", "grpo"), ("", "generate (ms/step)")]
     assert (cell.mean, cell.seeds) == (pytest.approx(1500.0), 2) and cell.lo >= 1000.0

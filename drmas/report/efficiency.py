@@ -39,17 +39,11 @@ COLUMNS = {**{p: f"{p} (ms/step)" for p in PHASES},
 
 
 def _peaks(memory: dict, one_process: bool = False) -> list[float]:
-    """One peak per process (and device): groups that share a process (`backend: local`)
-    report that process's peak each, which counts once. Without a logged `pid` (runs from
-    before it was), `one_process` says whether all groups lived in the trainer's process."""
-    peaks: dict = {}
-    for group, stats in (memory or {}).items():
-        for key, value in stats.items():
-            if key in ("peak_rss_mb", "peak_mem_mb") and isinstance(value, (int, float)):
-                owner = ((stats["pid"], stats.get("device")) if "pid" in stats
-                         else "trainer" if one_process else group)
-                peaks[owner] = max(float(value), peaks.get(owner, 0.0))
-    return list(peaks.values())
+    """Each group's peak; with `one_process` (`backend: local`: every group lives in the
+    trainer's process and reports that process's peak) the one process's peak, once."""
+    peaks = [float(v) for g in (memory or {}).values() for k, v in g.items()
+             if k in ("peak_rss_mb", "peak_mem_mb") and isinstance(v, (int, float))]
+    return [max(peaks)] if one_process and peaks else peaks
 
 
 def run_efficiency(run: str | Path) -> dict:
@@ -68,8 +62,7 @@ def run_efficiency(run: str | Path) -> dict:
         row[phase] = 1e3 * float(np.median(times)) if times else np.nan
     rates = [m["tokens_per_s"] for m in steps if isinstance(m.get("tokens_per_s"), (int, float))]
     row["tokens_per_s"] = float(np.median(rates)) if rates else np.nan
-    summary = run / "summary.json"
-    local = summary.exists() and json.loads(summary.read_text()).get("backend") == "local"
+    local = (meta.get("config") or {}).get("resources", {}).get("backend") == "local"
     peaks = _peaks(steps[-1].get("memory"), one_process=local)
     row["peak_max_mb"] = max(peaks) if peaks else np.nan
     row["peak_sum_mb"] = sum(peaks) if peaks else np.nan

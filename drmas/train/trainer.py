@@ -453,6 +453,6 @@ def _flatten(m: dict, prefix: str = ""):
 def _scalars(board, m: dict) -> None:
     """Every number of a metrics line, under its key path (agents/solver/reward/mean, ...)."""
     for tag, value in _flatten(m):
-        if tag != "step" and not tag.endswith("/pid"):
+        if tag != "step":
             board.add_scalar(tag, value, m["step"])
     board.flush()

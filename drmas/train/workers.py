@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import copy
 import math
-import os
 import random
 import resource
 import sys
@@ -345,14 +344,10 @@ class GroupWorker:
                 "params": sum(p.numel() for p in self.model.parameters())}
 
     def stats(self) -> dict:
-        """Peak memory of this worker process: device memory on GPU, resident set on CPU.
-        `pid` (and the device) say whose: groups in one process (`backend: local`) report the
-        same process, which the efficiency table then counts once."""
+        """Peak memory of this worker process: device memory on GPU, resident set on CPU."""
         if self.device.type == "cuda":
-            return {"peak_mem_mb": torch.cuda.max_memory_allocated(self.device) / 2**20,
-                    "pid": os.getpid(), "device": str(self.device)}
-        return {"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                "pid": os.getpid()}
+            return {"peak_mem_mb": torch.cuda.max_memory_allocated(self.device) / 2**20}
+        return {"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
     # -- persistence ---------------------------------------------------------------------
     def save(self, path: str | Path, with_optimizer: bool = True) -> None:
