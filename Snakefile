@@ -2,10 +2,10 @@
 # -> tables, figures.
 # `snakemake --cores all` runs the default profile (config/default.yaml); `--configfile
 # config/<profile>.yaml` runs another profile instead (profiles never inherit each other's
-# keys: every key not in the file takes its default from drmas/config.py). Any key can be
+# keys: every key not in the file takes its default from drmas/config/profile.py). Any key can be
 # overridden with `--config KEY=VALUE` (VALUE is YAML: `seeds=[0,1,2]`, `eval={n: 8}`).
 # Rules are thin: each calls one `drmas` subcommand (see `drmas --help`). Each rule's
-# `params.key` is the slice of the config its job reads (drmas/stages.py): a change reruns
+# `params.key` is the slice of the config its job reads (drmas/config/stages.py): a change reruns
 # exactly the jobs whose slice changed. See ARCHITECTURE.md, "Reruns".
 import os
 import re
@@ -20,9 +20,9 @@ min_version("9.0")
 
 # A bad config gets one clear line and a non-zero exit instead of a traceback.
 try:
-    from drmas.config import workflow_config
-    from drmas.suites import check_suites, load_suite, suite_path
-    from drmas import stages
+    from drmas.config.profile import workflow_config
+    from drmas.config.suites import check_suites, load_suite, suite_path
+    from drmas.config import stages
     from drmas.report.figures import FIGURES
 
     CFG = workflow_config(workflow.config_settings.configfiles,
@@ -52,9 +52,9 @@ onstart:
         Path(CONFIG).write_text(text)
     # Jobs report their progress bars to status files; a watcher prints the running jobs
     # (step / total, ETA) to this terminal every DRMAS_WATCH_INTERVAL seconds (default 30;
-    # drmas/progress.py, drmas/watch.py).
-    from drmas.progress import STATUS_ENV
-    from drmas.watch import Watcher, status_dir
+    # drmas/status/progress.py, drmas/status/watch.py).
+    from drmas.status.progress import STATUS_ENV
+    from drmas.status.watch import Watcher, status_dir
 
     os.environ[STATUS_ENV] = str(Path(status_dir(RES)).resolve())
     WATCHERS.append(Watcher(os.environ[STATUS_ENV], interval=WATCH_INTERVAL).start())

@@ -7,7 +7,7 @@ def suite_file(wildcards):
 
 
 def key_of(stage):
-    """`params.key` of a rule: the config slice its job reads (drmas/stages.py), as JSON."""
+    """`params.key` of a rule: the config slice its job reads (drmas/config/stages.py), as JSON."""
     def key(wildcards):
         suite = SUITES[wildcards.suite]
         if stage == "prepare":
@@ -56,7 +56,7 @@ CONVERTED_PATTERN = "|".join(re.escape(f) for f in CONVERTED) or "(?!)"   # (?!)
 
 def gguf_input(wildcards):
     """The GGUF file a conversion reads, when it is a file (a packaged model is none)."""
-    from drmas.convert import KNOWN_GGUF
+    from drmas.models.gguf import KNOWN_GGUF
 
     gguf = CONVERTED[wildcards.converted]
     return [] if gguf in KNOWN_GGUF else [gguf]
@@ -82,7 +82,7 @@ def runs_of(wildcards):
 
 def base_twin_of(wildcards):
     """The twin's base scores.json when an earlier assignment plays the same base models
-    (drmas.config.Config.base_twin): that evaluation is copied, not run again."""
+    (drmas.config.profile.Config.base_twin): that evaluation is copied, not run again."""
     twin = SUITE_CFG[wildcards.suite].base_twin(wildcards.assignment, SUITES[wildcards.suite].agents)
     if twin is None:
         return []
@@ -107,6 +107,6 @@ def index_arg(wildcards, input):
 
 
 def job(rule):
-    """Scheduler resources of a rule's jobs (drmas.config.Config.job_resources_for)."""
+    """Scheduler resources of a rule's jobs (drmas.config.profile.Config.job_resources_for)."""
     res = CFG.job_resources_for(rule)
     return {"gpu": res.gpus, "mem_mb": res.mem_mb, "runtime": res.runtime}

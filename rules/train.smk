@@ -1,6 +1,6 @@
 # RL runs: one per suite x assignment x method x seed. The run folder is the job's output
 # (Snakemake removes it before a rerun); checkpoints live apart, under checkpoints/, and are
-# resumed only by a run with the same identity (drmas/stages.py train_key).
+# resumed only by a run with the same identity (drmas/config/stages.py train_key).
 
 
 rule train:

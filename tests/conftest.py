@@ -24,7 +24,7 @@ def tiny_model_dir(tmp_path_factory, math_rows):
     """A saved tokenizer + randomly initialised tiny Qwen2 model (no training)."""
     import torch
 
-    from drmas.modeling import tiny_model, train_tokenizer
+    from drmas.models.tiny import tiny_model, train_tokenizer
 
     torch.set_num_threads(1)
     traces = math_traces([r for r in math_rows if r["split"] == "train"], seed=0, mistake_rate=0.3)
@@ -98,7 +98,7 @@ def rng():
 
 def make_config(model_path, **train):
     """A small valid Config whose models are the fixture model (kind: pretrained)."""
-    from drmas.config import from_dict
+    from drmas.config.profile import from_dict
 
     raw = {
         "profile": "test", "seeds": [0], "suites": ["math"], "methods": ["grpo", "drmas"],
@@ -118,7 +118,7 @@ def make_config(model_path, **train):
 
 
 def math_suite(**over):
-    from drmas.suites import Suite
+    from drmas.config.suites import Suite
 
     spec = dict(name="math", mas="math", agents=["solver", "verifier"], reward="math",
                 invalid_penalty=0.1, datasets={}, max_loop=2)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from drmas.config import Config
+from drmas.config.profile import Config
 from drmas.report import stability
 from drmas.report.cells import AVG, interval_cells, metrics_of, paired_cells, sources_of
 from drmas.report.intervals import N_BOOT, seed_bootstrap

@@ -24,8 +24,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from drmas.config import Config  # noqa: E402
-from drmas.suites import Suite  # noqa: E402
+from drmas.config.profile import Config  # noqa: E402
+from drmas.config.suites import Suite  # noqa: E402
 from drmas.report import stability  # noqa: E402
 from drmas.report.runs import load_runs  # noqa: E402
 from drmas.report import style  # noqa: E402

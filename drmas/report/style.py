@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import zlib
 
-from drmas.config import ESTIMATOR_LABELS
+from drmas.config.profile import ESTIMATOR_LABELS
 
 METHOD_ORDER = {"base": 0, "grpo": 1, "mean_agent_std_global": 2, "mean_global_std_agent": 3,
                 "drmas": 4}

@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from drmas.config import Config
-from drmas.suites import Suite
+from drmas.config.profile import Config
+from drmas.config.suites import Suite
 from drmas.errors import DataError
-from drmas.metrics import problem_values
+from drmas.evaluation.metrics import problem_values
 from drmas.report import ablations, efficiency, stability
 from drmas.report.cells import AVG, interval_cells, metrics_of, paired_cells, sources_of
 from drmas.report.intervals import N_BOOT, Interval

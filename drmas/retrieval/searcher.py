@@ -118,7 +118,7 @@ class AnseriniSearcher:
     that loads pyserini's neural encoders, hence torch and transformers, which a BM25 search
     never uses. That import took 9 s of CPU on a 2-core machine, and every search job (each
     training run and evaluation starts its own retrieval service) paid it: about a tenth of
-    the default profile. `tests/test_retrieval.py` checks that the hits equal
+    the default profile. `tests/retrieval/test_retrieval.py` checks that the hits equal
     `LuceneSearcher`'s. Call it from one thread (`BM25Searcher` keeps it on its owner thread).
     """
 

@@ -15,7 +15,7 @@ import re
 import string
 from collections import Counter
 
-from drmas.tags import last_tag
+from drmas.rewards.tags import last_tag
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = str.maketrans("", "", string.punctuation)

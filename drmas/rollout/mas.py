@@ -32,7 +32,7 @@ def make_retriever_for(suite, index: str | None = None, url: str | None = None, 
     if not (index or url):
         raise ConfigError(f"suite {suite.name!r} searches an index: pass --index or --retriever-url")
     if settings is None:
-        from drmas.config import RetrievalConfig
+        from drmas.config.profile import RetrievalConfig
         settings = RetrievalConfig()
     client = dict(timeout_s=settings.timeout_s, retries=settings.retries,
                   deadline_s=settings.deadline_s)

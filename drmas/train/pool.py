@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Sequence
 
-from drmas.config import ResourceConfig, TrainConfig
+from drmas.config.profile import ResourceConfig, TrainConfig
 from drmas.rollout.base import Generation, Sampling
 from drmas.rollout.mas import derived_seed
 

@@ -8,64 +8,13 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
 
 import torch
 
-from drmas.errors import ConfigError
-from drmas.precision import autocast, resolve_dtype
-from drmas.progress import bar as progress_bar
+from drmas.models.encoding import encode_prompt, encode_response
+from drmas.models.precision import autocast, resolve_dtype
+from drmas.status.progress import bar as progress_bar
 from drmas.train.logprobs import length_chunks, pack, response_logprobs
-
-TRUNCATION = ("left", "middle", "right")
-
-
-@dataclass(frozen=True)
-class PromptEncoding:
-    """How a worker group turns chat messages into prompt ids.
-
-    `chat_template_kwargs` go to the model's chat template (per model; the paper renders
-    Qwen3 prompts with `enable_thinking=False`). `max_tokens` caps the prompt (None: no cap),
-    cutting it on the `truncation` side as verl does: `left` keeps the end (the paper's
-    search runs, whose history grows), `middle` keeps both ends (its math runs), `right`
-    keeps the start. A cap bounds the cost of a step whatever the data holds.
-    """
-
-    chat_template_kwargs: dict = field(default_factory=dict)
-    max_tokens: int | None = None
-    truncation: str = "left"
-
-    def __post_init__(self):
-        if self.truncation not in TRUNCATION:
-            raise ConfigError(f"prompt truncation must be one of {', '.join(TRUNCATION)}, "
-                              f"got {self.truncation!r}")
-        if self.max_tokens is not None and self.max_tokens < 1:
-            raise ConfigError(f"max prompt tokens must be >= 1, got {self.max_tokens}")
-
-
-def truncate_ids(ids: list[int], max_tokens: int | None, side: str = "left") -> list[int]:
-    """`ids` cut to `max_tokens` on `side` (see PromptEncoding); unchanged when short enough."""
-    if max_tokens is None or len(ids) <= max_tokens:
-        return ids
-    if side == "left":
-        return ids[len(ids) - max_tokens:]
-    if side == "right":
-        return ids[:max_tokens]
-    head = max_tokens // 2
-    return ids[:head] + ids[len(ids) - (max_tokens - head):]
-
-
-def encode_prompt(tokenizer, messages: list[dict], encoding: PromptEncoding | None = None) -> list[int]:
-    """Token ids of a chat prompt, ending with the assistant header (then capped)."""
-    encoding = encoding or PromptEncoding()
-    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False,
-                                         **encoding.chat_template_kwargs)
-    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-    return truncate_ids(ids, encoding.max_tokens, encoding.truncation)
-
-
-def encode_response(tokenizer, text: str) -> list[int]:
-    return tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
 
 
 def sft(model, tokenizer, traces, *, steps: int, batch_size: int, lr: float, seed: int,
@@ -74,7 +23,7 @@ def sft(model, tokenizer, traces, *, steps: int, batch_size: int, lr: float, see
 
     AdamW with linear warm-up (5%) and cosine decay, gradient clipping at 1.0. Float32 master
     weights; with `dtype` bfloat16 (or auto on hardware that runs bf16 fast: AMX, AVX-512-BF16,
-    CUDA; drmas/precision.py) the forward/backward runs under bf16 autocast, the biggest
+    CUDA; drmas/models/precision.py) the forward/backward runs under bf16 autocast, the biggest
     speed lever there, and a several-fold slowdown elsewhere. Each batch runs as
     micro-batches of rows of similar length (`length_chunks`, at most `micro_batch_tokens`
     padded tokens each); the loss is the mean over the whole batch's response tokens.

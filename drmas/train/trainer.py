@@ -20,16 +20,16 @@ import numpy as np
 import yaml
 
 from drmas.algos.advantages import compute_advantages, lemma_diagnostics, method_modes
-from drmas.config import Config
-from drmas.suites import Suite
+from drmas.config.profile import Config
+from drmas.config.suites import Suite
 from drmas.errors import ConfigError, DrmasError
-from drmas.progress import bar as progress_bar
+from drmas.status.progress import bar as progress_bar
 from drmas.rewards import get_reward
 from drmas.rollout.base import Sampling
 from drmas.rollout.mas import build_orchestra, derived_seed, run_mas, score_episodes
-from drmas.stages import changed_keys, digest, train_key
+from drmas.config.stages import changed_keys, digest, train_key
 from drmas.train import checkpoint
-from drmas.train.groups import engine_options, model_dir, plan_groups
+from drmas.config.groups import engine_options, model_dir, plan_groups
 from drmas.train.pool import make_groups
 from drmas.train.schedule import group_uids, steps_for_epochs
 from drmas.train.shaping import RowShaping
@@ -86,7 +86,7 @@ def _stats(values) -> dict:
 
 
 def run_identity(cfg: Config, suite: Suite, assignment: str, method: str, seed: int) -> dict:
-    """What decides a run's final weights: its train key (drmas/stages.py) and the content of
+    """What decides a run's final weights: its train key (drmas/config/stages.py) and the content of
     its tiny base models' weights (a re-made warm start is another starting point)."""
     key = train_key(cfg, suite, assignment, method, seed)
     key["base_weights"] = {m: _file_digest(model_dir(cfg, suite.name, m) / "model.safetensors")

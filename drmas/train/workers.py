@@ -33,16 +33,16 @@ import numpy as np
 import torch
 
 from drmas.algos.loss import LossOptions, policy_loss
-from drmas.config import TrainConfig
+from drmas.config.profile import TrainConfig
 from drmas.mas.base import Messages
-from drmas.modeling import load_model, load_tokenizer
-from drmas.precision import autocast, dtype_name, resolve_dtype
+from drmas.models.tiny import load_model, load_tokenizer
+from drmas.models.precision import autocast, dtype_name, resolve_dtype
 from drmas.rollout.base import Generation, Sampling
 from drmas.rollout.engines import make_engine
 from drmas.train import dist
 from drmas.train.logprobs import length_chunks, pack, response_logprobs
 from drmas.train.reference import ReferencePolicy
-from drmas.train.sft import PromptEncoding, encode_prompt
+from drmas.models.encoding import PromptEncoding, encode_prompt
 
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj"]
 LORA_INIT_SEED = 0
@@ -112,7 +112,7 @@ class GroupWorker:
                  rank: int = 0, world: int = 1, device: str = "cpu", offload_engine: bool = False,
                  encoding: PromptEncoding | None = None, engine: str = "hf",
                  dtype: str = "float32", seed: int = 0):
-        """`engine`: hf | vllm; `dtype`: auto | float32 | bfloat16 (see drmas/precision.py);
+        """`engine`: hf | vllm; `dtype`: auto | float32 | bfloat16 (see drmas/models/precision.py);
         `offload_engine`: let the engine sleep (free its GPU memory) while the group trains."""
         self.name, self.agents, self.settings = name, list(agents), settings
         self.encoding = encoding or PromptEncoding()    # chat-template kwargs, prompt cap

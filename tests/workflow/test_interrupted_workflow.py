@@ -1,0 +1,121 @@
+"""An interrupted workflow loses nothing: `snakemake --cores 2` on a reduced default config
+(math suite) is SIGKILLed, whole process group, once its first RL run has written a
+checkpoint; rerun (`--unlock`, then `--rerun-incomplete`, as Snakemake asks after a kill), it
+ends with tables byte-identical to those of an uninterrupted run in a fresh copy. Slow: two
+workflow runs (`pytest -m slow`)."""
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from drmas.config.layers import deep_merge
+
+import streaming
+from drmas.train import checkpoint
+from repo import REPO as ROOT, copy_workflow, snakemake_bin, workflow_env
+from test_end_to_end import REDUCED
+
+# Today's workflow layout, in one place (the workflow may move folders: adapt here).
+PROFILE = REDUCED["profile"]
+TABLES = f"results/{PROFILE}/tables"                # every file in it is compared (timings aside)
+RUNS = f"results/{PROFILE}/runs"
+CHECKPOINTS = f"results/{PROFILE}/checkpoints"             # kept apart from the run folders
+RUN_FOLDERS = "*/*/*/seed*"                                # under RUNS and CHECKPOINTS
+SUMMARY = "summary.json"                                   # in a run folder, written last
+
+CONFIG = {**REDUCED, "suites": ["math"]}
+SNAKEMAKE = [snakemake_bin(), "--configfile", f"config/{PROFILE}.yaml"]
+ENV = workflow_env()
+
+
+def workflow_copy(root: Path) -> Path:
+    copy_workflow(root)
+    raw = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
+    deep_merge(raw, CONFIG)   # the default profile, reduced key by key
+    (root / "config" / f"{PROFILE}.yaml").write_text(yaml.safe_dump(raw))
+    return root
+
+
+def snakemake(root: Path, *args, capsys=None, timeout=2400) -> subprocess.CompletedProcess:
+    if capsys is not None:                  # long runs show their progress on the terminal
+        proc = streaming.run([*SNAKEMAKE, *args], root, ENV, capsys, timeout, label=root.name)
+    else:
+        proc = subprocess.run([*SNAKEMAKE, *args], cwd=root, env=ENV, capture_output=True,
+                              text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below `pid` (from /proc), to make sure none outlives the kill."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def kill_at_first_checkpoint(root: Path, timeout=1500) -> Path:
+    """Start the workflow in its own process group; SIGKILL the group as soon as an RL run
+    has a complete checkpoint (renamed into place, not `step<k>.tmp`: mid-run, with later
+    steps, its final save and its evaluation still to come). Returns that run's folder."""
+    proc = subprocess.Popen([*SNAKEMAKE, "--cores", "2"], cwd=root, env=ENV, text=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    deadline = time.time() + timeout
+    while not (hits := [root / RUNS / ckpts.relative_to(root / CHECKPOINTS)
+                         for ckpts in (root / CHECKPOINTS).glob(RUN_FOLDERS)
+                         if checkpoint.latest(ckpts)]):
+        assert proc.poll() is None, "the workflow ended before any checkpoint:\n" + proc.stderr.read()[-3000:]
+        assert time.time() < deadline, "no checkpoint appeared"
+        time.sleep(0.05)
+    below = descendants(proc.pid)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    for pid in below:            # a job that left the group (none expected) goes too
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.stderr.close()
+    return hits[0]
+
+
+def tables(root: Path) -> dict[str, bytes]:
+    """Every table but the efficiency ones (wall times, which differ between any two runs)."""
+    folder = root / TABLES
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())
+            if p.is_file() and "_efficiency." not in p.name}
+
+
+@pytest.mark.slow
+def test_killed_workflow_rerun_gives_the_uninterrupted_tables(tmp_path, capsys):
+    reference = workflow_copy(tmp_path / "reference")
+    snakemake(reference, "--cores", "2", capsys=capsys)
+    expected = tables(reference)
+    assert {"math.csv", "math.md", "math.tex"} <= set(expected)
+
+    interrupted = workflow_copy(tmp_path / "interrupted")
+    run = kill_at_first_checkpoint(interrupted)
+    assert not (run / SUMMARY).exists(), "the run finished before the kill"
+    assert not (interrupted / TABLES).exists()
+
+    snakemake(interrupted, "--unlock")
+    snakemake(interrupted, "--cores", "2", "--rerun-incomplete", capsys=capsys)
+    assert tables(interrupted) == expected
+    summary = yaml.safe_load((run / SUMMARY).read_text())
+    assert summary["resumed_from"] is not None and summary["resumed_from"] >= 1
