@@ -23,7 +23,7 @@ try:
     from drmas.config.profile import workflow_config
     from drmas.config.suites import check_suites, load_suite, suite_path
     from drmas.config import stages
-    from drmas.report.figures import FIGURES
+    from drmas.report.names import FIGURES
 
     CFG = workflow_config(workflow.config_settings.configfiles,
                           workflow.config_settings.config_args or [])

@@ -10,7 +10,8 @@ The registries (see ARCHITECTURE.md, "How to add a MAS / a benchmark"):
 - `DEMONSTRATIONS`: warm-start demonstration builders, under the name of their MAS;
 - `REWARDS`: outcome rewards `reward(answer_text, golds) -> float` (`reward:`);
 - `GENERATORS` / `CORPORA`: seeded dataset and corpus generators of `kind: generated`
-  datasets, modules of `drmas/data/generators/` (`generator:`).
+  datasets, modules of `drmas/data/generators/` (`generator:`);
+- `ESTIMATORS`: advantage estimators (a method's `estimator:`), `drmas/algos/estimators.py`.
 """
 
 from __future__ import annotations
@@ -63,6 +64,11 @@ class Registry(Generic[T]):
         self.discover()
         return sorted(self._entries)
 
+    def entries(self) -> dict[str, T]:
+        """Every entry, in the order registered (for tables that list them in that order)."""
+        self.discover()
+        return dict(self._entries)
+
     def __contains__(self, name: str) -> bool:
         return self.find(name) is not None
 
@@ -73,7 +79,7 @@ class Registry(Generic[T]):
             return
         self._discovered = True
         for package in self.packages:
-            home = importlib.import_module(package)
+            home = importlib.import_module(package)    # a plain module registers on import
             for module in pkgutil.iter_modules(getattr(home, "__path__", [])):
                 if not module.name.startswith("_"):
                     importlib.import_module(f"{package}.{module.name}")
@@ -84,3 +90,4 @@ DEMONSTRATIONS: Registry[Callable] = Registry("demonstration builder", ("drmas.m
 REWARDS: Registry[Callable] = Registry("reward", ("drmas.rewards",))
 GENERATORS: Registry[Callable] = Registry("generator", ("drmas.data.generators",))
 CORPORA: Registry[Callable] = Registry("corpus generator", ("drmas.data.generators",))
+ESTIMATORS: Registry = Registry("advantage estimator", ("drmas.algos.estimators",))

@@ -46,7 +46,7 @@ rule figures:
     input:
         runs=runs_of,
     output:
-        # one figure per name in drmas.report.figures.FIGURES, each with its caption
+        # one figure per name in drmas.report.names.FIGURES, each with its caption
         **{fig: report(f"{RES}/figures/{{suite}}_{fig}.png", caption=f"{CAPTIONS}/{fig}.rst",
                        category="Figures", subcategory="{suite}",
                        labels={"suite": "{suite}", "figure": fig.replace("_", " ")})

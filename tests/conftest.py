@@ -69,7 +69,7 @@ def make_corpus(n: int = N_DOCS, seed: int = 0) -> list[dict]:
 def bm25_index(tmp_path_factory):
     """(corpus rows, index dir): a real pyserini index of make_corpus(), built once per session."""
     pytest.importorskip("pyserini", reason="pyserini is not installed (pyserini==1.6.0)")
-    from drmas.retrieval.index import build_index
+    from drmas.retrieval.kinds import build_index
 
     root = tmp_path_factory.getbasetemp() / "bm25"
     rows = make_corpus()

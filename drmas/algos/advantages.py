@@ -23,27 +23,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from drmas.algos.estimators import POOLS
 from drmas.errors import ConfigError
-
-#: method name -> (mean_by, std_by): which pool supplies the baseline and the scale.
-METHODS = {
-    "grpo": ("global", "global"),
-    "drmas": ("agent", "agent"),
-    "mean_agent_std_global": ("agent", "global"),
-    "mean_global_std_agent": ("global", "agent"),
-}
-POOLS = ("global", "agent")
-
-
-def method_modes(method: str) -> tuple[str, str]:
-    """Return ``(mean_by, std_by)`` for a method name; ConfigError if the name is unknown."""
-    try:
-        return METHODS[method]
-    except KeyError:
-        raise ConfigError(
-            f"unknown advantage method {method!r}; valid: {', '.join(sorted(METHODS))}"
-        ) from None
-
 
 def dense_codes(ids, *, return_uniques: bool = False):
     """Map ids (list of str/int, numpy array or tensor) to int64 codes 0..k-1.

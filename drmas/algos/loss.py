@@ -86,13 +86,6 @@ def token_mean(x: torch.Tensor, mask: torch.Tensor, denom=None) -> torch.Tensor:
     return total / denom
 
 
-def token_entropy(logits: torch.Tensor) -> torch.Tensor:
-    """Per-token entropy of the categorical over the last axis: (B, T, V) -> (B, T)."""
-    logits = logits.float()
-    probs = torch.softmax(logits, dim=-1)
-    return torch.logsumexp(logits, dim=-1) - (probs * logits).sum(dim=-1)
-
-
 def policy_loss(
     logprobs: torch.Tensor,
     old_logprobs: torch.Tensor,

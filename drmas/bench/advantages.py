@@ -17,7 +17,8 @@ from collections import defaultdict
 import numpy as np
 import torch
 
-from drmas.algos.advantages import METHODS, compute_advantages
+from drmas.algos.advantages import compute_advantages
+from drmas.registry import ESTIMATORS
 
 AGENT_NAMES = ("verifier", "searcher", "answerer")
 
@@ -111,7 +112,8 @@ def bench_advantages(rows: int, loop_rows: int, seed: int = 0, n: int = 8, agent
     sub = {key: val[:loop_rows] for key, val in batch.items()}
     results = {}
     for method in methods:
-        mean_by, std_by = METHODS[method]
+        estimator = ESTIMATORS.get(method)
+        mean_by, std_by = estimator.mean_by, estimator.std_by
         kw = dict(mean_by=mean_by, std_by=std_by, norm_by_std=True, eps=1e-6)
         vec_s = _best_time(lambda: compute_advantages(**batch, **kw), repeats)
         loop_out = {}

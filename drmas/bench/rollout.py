@@ -17,14 +17,14 @@ def bench_rollout(model_path, repeats: int = 3, dtype: str = "float32",
                   batch_size: int = 256) -> dict:
     import torch
 
-    from drmas.mas.base import Episode
-    from drmas.registry import MAS
-    from drmas.models.tiny import load_model, load_tokenizer
     from drmas.bench.models import problems
+    from drmas.mas.base import Episode
+    from drmas.models.encoding import encode_prompt
     from drmas.models.precision import resolve_dtype
+    from drmas.models.tiny import load_model, load_tokenizer
+    from drmas.registry import MAS
     from drmas.rollout.base import Sampling
     from drmas.rollout.engines import make_engine
-    from drmas.models.encoding import encode_prompt
 
     tok = load_tokenizer(model_path)
     compute, _ = resolve_dtype(dtype, "cpu")

@@ -95,8 +95,8 @@ class TRLSide:
         except ImportError as exc:
             raise DrmasError(f'perf step needs TRL: pip install -e ".[bench]" ({exc})') from exc
         from drmas.mas.base import Episode
-        from drmas.registry import MAS
         from drmas.models.tiny import load_model, load_tokenizer
+        from drmas.registry import MAS
         from drmas.rewards import get_reward
 
         solver, reward = MAS.get("single")(prompt_set="compact").solver, get_reward("math")

@@ -18,19 +18,17 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
-from drmas.config.layers import resolve_layers
+from drmas.config.layers import deep_merge, parse_overrides, read_profiles
+from drmas.config.schema import coerce, dataclass_schema, opt, plain, validate
 from drmas.errors import ConfigError
-from drmas.config.schema import coerce, dataclass_schema, opt, validate
+from drmas.registry import ESTIMATORS as REGISTERED_ESTIMATORS
 
 PROB = {"exclusiveMinimum": 0, "maximum": 1}
 POS = {"minimum": 1}
 DEFAULT_PROFILE = Path("config") / "default.yaml"
-Estimator = Literal["grpo", "drmas", "mean_agent_std_global", "mean_global_std_agent"]
-ESTIMATORS: tuple[str, ...] = Estimator.__args__     # the advantage estimators (algos/advantages.py)
-#: row labels of the estimators used as methods of their own (tables, figures)
-ESTIMATOR_LABELS = {"grpo": "GRPO", "drmas": "Dr. MAS",
-                    "mean_agent_std_global": "Abl. agent mean / global std",
-                    "mean_global_std_agent": "Abl. global mean / agent std"}
+#: the advantage estimators' names (registered in drmas/algos/estimators.py)
+ESTIMATORS: tuple[str, ...] = tuple(REGISTERED_ESTIMATORS.entries())
+Estimator = Literal[ESTIMATORS]          # the schema's enum of `estimator:`, from the registry
 
 
 @dataclass(frozen=True)
@@ -218,6 +216,14 @@ class SuiteOverride:
                                   help="per-agent overrides of train keys, for this suite")
 
 
+def _internal(default):
+    """A Config field that is no key of a profile: not compared, shown or validated."""
+    if callable(default):
+        return dataclasses.field(default_factory=default, compare=False, repr=False,
+                                 metadata={"internal": True})
+    return dataclasses.field(default=default, compare=False, repr=False, metadata={"internal": True})
+
+
 @dataclass(frozen=True)
 class Config:
     """A profile: what to run (suites x assignments x methods x seeds) and with what."""
@@ -230,7 +236,7 @@ class Config:
     seeds: list[int] = opt(factory=lambda: [0], help="one run per seed", minItems=1)
     methods: list[str] = opt(factory=lambda: ["grpo", "drmas"], minItems=1,
                              items={"type": "string", "pattern": "^[A-Za-z0-9_.-]+$"},
-                             help="methods to run: an advantage estimator (grpo, drmas, mean_agent_std_global, mean_global_std_agent) or a name from method_defs")
+                             help=f"methods to run: an advantage estimator ({', '.join(ESTIMATORS)}) or a name from method_defs")
     method_defs: dict[str, MethodDef] = opt(factory=dict, help="named methods: an estimator plus train settings (e.g. {grpo_clip0.1: {estimator: grpo, train: {grad_clip: 0.1}}})")
     threads: int = opt(1, "torch threads per job (Snakemake runs jobs side by side)", **POS)
     prompt_set: Literal["upstream", "compact", "smol"] = opt("upstream", "the agents' prompts: `upstream` = the paper's templates exactly; `compact` = short prompts for the tiny models; `smol` = plain instructions with the output format by example, for a small pretrained chat model (all: same control flow and parsing)")
@@ -248,8 +254,16 @@ class Config:
     job_resources: dict[str, dict] = opt(factory=dict, partial=JobResources, per_name=True,
                                          propertyNames={"enum": list(RULES)},
                                          help="per rule (prepare, index, convert, tokenizer, warmstart, train, evaluate, report): what its jobs ask a cluster scheduler for")
-    raw: dict = dataclasses.field(default_factory=dict, compare=False, repr=False, init=True,
-                                  metadata={"internal": True})
+    # Internal (not keys of a profile): how this config was composed, so that the layers that
+    # come later (a suite, a method) can be put in below the command line, which is always last.
+    raw: dict = _internal(dict)       # the validated composition of every layer below
+    base: dict = _internal(dict)      # the same without the command line
+    cli: dict = _internal(dict)       # the command line's `--config KEY=VALUE` layer
+    suite: str | None = _internal(None)     # the suite whose overrides are in, if any
+    method_applied: str | None = _internal(None)
+    derived: dict = dataclasses.field(default_factory=dict, init=False, compare=False, repr=False,
+                                      metadata={"internal": True})   # for_suite / for_method
+    #  results, built once per instance (not passed on by dataclasses.replace)
 
     @property
     def results(self) -> Path:
@@ -293,21 +307,29 @@ class Config:
 
     def for_suite(self, suite: str) -> "Config":
         """The config a job of `suite` runs with: `suite_overrides.<suite>` merged key by key
-        into `tokenizer`, `warmstart`, `train`, `eval` and `agents` (per agent). The result
-        holds no suite overrides any more, so applying it twice changes nothing."""
-        over = (self.raw.get("suite_overrides") or {}).get(suite)
-        if not over:
+        into `tokenizer`, `warmstart`, `train`, `eval` and `agents` (per agent), below the
+        command line. The result holds no suite overrides any more; asking it again for the
+        same suite returns it unchanged."""
+        if self.suite is not None:
+            if suite != self.suite:
+                raise ValueError(f"config already resolved for suite {self.suite!r}, not {suite!r}")
             return self
-        raw = apply_suite_override(self.raw, over)
-        raw["suite_overrides"] = {}
-        return dataclasses.replace(from_dict(raw), threads=self.threads)
+        over = (self.base.get("suite_overrides") or {}).get(suite) or {}
+        if not over and not (self.cli.get("suite_overrides") or {}).get(suite):
+            return self
+        if ("suite", suite) not in self.derived:
+            base = apply_suite_override(self.base, over)
+            base["suite_overrides"] = {}
+            cfg = _compose(base, self.cli, suite=suite, method=self.method_applied)
+            self.derived[("suite", suite)] = dataclasses.replace(cfg, threads=self.threads)
+        return self.derived[("suite", suite)]
 
     def method(self, name: str) -> MethodDef:
         """A method by name: an estimator on its own, or a `method_defs` entry."""
         if name in self.method_defs:
             return self.method_defs[name]
         if name in ESTIMATORS:
-            return MethodDef(estimator=name, label=ESTIMATOR_LABELS[name])
+            return MethodDef(estimator=name, label=REGISTERED_ESTIMATORS.get(name).label)
         raise ConfigError(f"unknown method {name!r}; estimators: {', '.join(ESTIMATORS)}; "
                           f"method_defs: {', '.join(self.method_defs) or 'none'}")
 
@@ -319,15 +341,25 @@ class Config:
 
     def for_method(self, name: str) -> "Config":
         """The config a run of method `name` trains with: the method's train keys over the
-        `train:` block and over every agent's own (call after `for_suite`)."""
-        keys = self.method(name).train
-        if not keys:
+        `train:` block and over every agent's own (call after `for_suite`), below the command
+        line: a train key typed there wins over the method's."""
+        if self.method_applied is not None:
+            if name != self.method_applied:
+                raise ValueError(f"config already resolved for method {self.method_applied!r}, not {name!r}")
             return self
-        raw = copy.deepcopy(self.raw)
-        raw["train"] = {**raw.get("train", {}), **keys}
-        agent_keys = {k: v for k, v in keys.items() if k not in RUN_KEYS}
-        raw["agents"] = {a: {**block, **agent_keys} for a, block in (raw.get("agents") or {}).items()}
-        return dataclasses.replace(from_dict(raw), threads=self.threads)
+        if ("method", name) not in self.derived:
+            typed = {**(self.cli.get("train") or {}),
+                     **(((self.cli.get("suite_overrides") or {}).get(self.suite) or {}).get("train") or {})}
+            keys = {k: v for k, v in self.method(name).train.items() if k not in typed}
+            if not keys:
+                return self
+            base = copy.deepcopy(self.base)
+            base["train"] = {**base.get("train", {}), **keys}
+            agent_keys = {k: v for k, v in keys.items() if k not in RUN_KEYS}
+            base["agents"] = {a: {**block, **agent_keys} for a, block in (base.get("agents") or {}).items()}
+            cfg = _compose(base, self.cli, suite=self.suite, method=name)
+            self.derived[("method", name)] = dataclasses.replace(cfg, threads=self.threads)
+        return self.derived[("method", name)]
 
     def converted_models(self) -> dict[str, str]:
         """Models converted from GGUF by the workflow: folder under results/<profile>/models/
@@ -343,7 +375,8 @@ class Config:
 
     def resolved(self) -> dict:
         """Every key with its value (defaults included), as plain data: what a job ran with."""
-        return {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "raw"}
+        return {f.name: plain(getattr(self, f.name)) for f in fields(self)
+                if not f.metadata.get("internal")}
 
 
 def apply_suite_override(raw: dict, over: dict) -> dict:
@@ -362,20 +395,9 @@ def apply_suite_override(raw: dict, over: dict) -> dict:
     return raw
 
 
-def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
 def config_schema() -> dict:
     """The JSON-Schema of a profile, generated from the dataclasses."""
     schema = dataclass_schema(Config)
-    schema["properties"].pop("raw", None)
     return {"$schema": "https://json-schema.org/draft/2020-12/schema",
             "title": "drmas profile configuration",
             "description": "Generated from drmas/config/profile.py by `drmas config schema`; do not edit.",
@@ -384,10 +406,8 @@ def config_schema() -> dict:
 
 # -- checks beyond the schema ------------------------------------------------------------
 def _check_agent_blocks(raw: dict) -> None:
-    """Per-agent blocks: no run-wide key, and only agents some MAS has."""
-    from drmas.registry import MAS
-
-    known = {agent for name in MAS.names() for agent in MAS.get(name).agents}
+    """Per-agent blocks hold no run-wide key. (Whether the agents exist is a question for
+    the suites that run: `suites.check_suites`, which knows their MAS.)"""
     blocks = [("agents", raw.get("agents") or {})]
     blocks += [(f"suite_overrides.{s}.agents", (o or {}).get("agents") or {})
                for s, o in (raw.get("suite_overrides") or {}).items() if isinstance(o, dict)]
@@ -395,9 +415,6 @@ def _check_agent_blocks(raw: dict) -> None:
         if not isinstance(agents, dict):
             continue
         for agent, keys in agents.items():
-            if agent not in known:
-                raise ConfigError(f"config: {where}.{agent}: no MAS has an agent {agent!r}; "
-                                  f"known: {', '.join(sorted(known))}")
             for key in keys or {}:
                 if key in RUN_KEYS:
                     raise ConfigError(f"config: {where}.{agent}.{key}: a run-wide key (one value for "
@@ -479,10 +496,27 @@ def _check_gguf(raw: dict, name: str, spec: dict) -> None:
                               "converted from another GGUF")
 
 
-def from_dict(raw: dict) -> Config:
-    """Validate a raw profile (defaults not yet applied) and build the typed config."""
+def from_dict(raw: dict, cli: dict | None = None) -> Config:
+    """Validate a raw profile (defaults not yet applied) with its command-line layer `cli`
+    (a nested dict, see `layers.parse_overrides`) over it, and build the typed config."""
     if not isinstance(raw, dict):
         raise ConfigError("config: expected a mapping at the top level")
+    return _compose(raw, cli or {})
+
+
+def _compose(base: dict, cli: dict, suite: str | None = None, method: str | None = None) -> Config:
+    """The Config of the layers in `base` (defaults come from the dataclasses) with the
+    command line over them: first its own keys, then, for a suite's job, its
+    `suite_overrides.<suite>` block (the more specific of two things the user typed)."""
+    raw = deep_merge(copy.deepcopy(base), {k: v for k, v in cli.items()
+                                           if suite is None or k != "suite_overrides"})
+    if suite is not None:
+        raw = apply_suite_override(raw, ((cli.get("suite_overrides") or {}).get(suite)) or {})
+        raw["suite_overrides"] = {}
+    return _build(raw, base=base, cli=cli, suite=suite, method=method)
+
+
+def _build(raw: dict, **internal) -> Config:
     raw = coerce(raw, config_schema())
     _check_agent_blocks(raw)
     validate(raw, config_schema())
@@ -503,13 +537,12 @@ def from_dict(raw: dict) -> Config:
                                  for k, v in raw["assignment_defs"].items()}
     kwargs["suite_overrides"] = {k: SuiteOverride(**v) for k, v in (raw.get("suite_overrides") or {}).items()}
     kwargs["method_defs"] = {k: MethodDef(**v) for k, v in (raw.get("method_defs") or {}).items()}
-    return Config(**kwargs, raw=raw)
+    return Config(**kwargs, raw=raw, method_applied=internal.pop("method"), **internal)
 
 
 def load(path: str | Path, overrides: Iterable[str] = ()) -> Config:
     """A profile file (plus optional `KEY=VALUE` overrides) as a validated Config."""
-    raw, _ = resolve_layers([path], overrides)
-    return from_dict(raw)
+    return from_dict(read_profiles([path])[0], parse_overrides(overrides))
 
 
 def workflow_config(configfiles: Iterable[str | Path], config_args: Iterable[str]) -> Config:
@@ -517,5 +550,4 @@ def workflow_config(configfiles: Iterable[str | Path], config_args: Iterable[str
     a profile never inherits another profile's keys) and its `--config KEY=VALUE` arguments,
     re-read as YAML (Snakemake itself passes nested values on as strings)."""
     files = list(configfiles) or [DEFAULT_PROFILE]
-    raw, _ = resolve_layers(files, config_args)
-    return from_dict(raw)
+    return from_dict(read_profiles(files)[0], parse_overrides(config_args))

@@ -46,14 +46,15 @@ def _default_of(f: dataclasses.Field) -> Any:
     return dataclasses.MISSING
 
 
-def _plain(value: Any) -> Any:
-    """A default as plain JSON data (dataclass instances become dicts)."""
+def plain(value: Any) -> Any:
+    """`value` as plain JSON-like data: dataclass instances become dicts, tuples lists (for
+    schema defaults, resolved configs and stage keys alike)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {k: _plain(v) for k, v in dataclasses.asdict(value).items()}
+        return {k: plain(v) for k, v in dataclasses.asdict(value).items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain(v) for k, v in value.items()}
     return value
 
 
@@ -92,7 +93,7 @@ def dataclass_schema(cls: type, partial: bool = False, exclude: tuple[str, ...] 
     hints = typing.get_type_hints(cls)
     props, required = {}, []
     for f in dataclasses.fields(cls):
-        if f.name in exclude or not f.init:
+        if f.name in exclude or not f.init or f.metadata.get("internal"):
             continue
         meta = f.metadata
         sub = meta.get("partial")
@@ -109,7 +110,7 @@ def dataclass_schema(cls: type, partial: bool = False, exclude: tuple[str, ...] 
         if default is dataclasses.MISSING:
             required.append(f.name)
         elif not partial:
-            schema["default"] = _plain(default)
+            schema["default"] = plain(default)
         props[f.name] = schema
     out = {"type": "object", "additionalProperties": False, "properties": props}
     if required and not partial:

@@ -2,7 +2,8 @@
 value, and the generated JSON-Schema.
 
 A value comes from one of four layers, later ones winning: `default` (drmas/config/profile.py),
-`profile <file>`, `suite_overrides.<suite>` (with `--suite`), `command line`.
+`profile <file>`, `suite_overrides.<suite>` (with `--suite`), `command line`. (A method's
+`method_defs.<name>.train` sits between the last two; `config show` shows no method.)
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from typing import Any, Iterable
 
 import yaml
 
-from drmas.config.profile import apply_suite_override, config_schema, from_dict
-from drmas.config.layers import resolve_layers
+from drmas.config.layers import parse_overrides, read_profiles
+from drmas.config.profile import config_schema, from_dict
 from drmas.config.suites import suite_schema
 from drmas.errors import ConfigError
 
@@ -27,17 +28,24 @@ def schema_yaml(suite: bool = False) -> str:
 
 def resolve_with_sources(files: Iterable[str], overrides: Iterable[str] = (),
                          suite: str | None = None) -> tuple[dict, dict]:
-    """(every resolved key as plain data, {dotted key: source})."""
-    raw, provenance = resolve_layers(files, overrides)
-    cfg = from_dict(raw)
+    """(every resolved key as plain data, {dotted key: source}), the layers in the order the
+    jobs see them: profile files, `suite_overrides.<suite>`, the command line."""
+    raw, provenance = read_profiles(files)
+    cli = parse_overrides(overrides)
+    cfg = from_dict(raw, cli)
+    typed = _paths(cli)
     if suite:
-        over = raw.get("suite_overrides", {}).get(suite)
-        if over is None:
-            known = ", ".join(raw.get("suite_overrides", {})) or "none"
+        overridden = {**(raw.get("suite_overrides") or {}), **(cli.get("suite_overrides") or {})}
+        if suite not in overridden:
+            known = ", ".join(overridden) or "none"
             raise ConfigError(f"config: no suite_overrides for {suite!r} (overridden suites: {known})")
-        for path in _paths(over):
+        for path in _paths((raw.get("suite_overrides") or {}).get(suite) or {}):
             provenance[path] = f"suite_overrides.{suite}"
-        cfg = from_dict(apply_suite_override(raw, over))
+        typed = [p for p in typed if not p.startswith("suite_overrides.")]
+        typed += _paths((cli.get("suite_overrides") or {}).get(suite) or {})
+        cfg = cfg.for_suite(suite)
+    for path in typed:
+        provenance[path] = "command line"
     return cfg.resolved(), provenance
 
 

@@ -20,13 +20,8 @@ import json
 from typing import Any
 
 from drmas.config.profile import Config
+from drmas.config.schema import plain
 from drmas.config.suites import Suite
-
-
-def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {k: _plain(v) for k, v in dataclasses.asdict(value).items()}
-    return value
 
 
 def digest(key: Any) -> str:
@@ -54,13 +49,13 @@ def index_key(cfg: Config) -> dict:
 def tokenizer_key(cfg: Config, suite: Suite) -> dict:
     """The tokenizer is trained on the demonstrations' text (their prompts and mistakes)."""
     c = cfg.for_suite(suite.name)
-    return {"tokenizer": _plain(c.tokenizer), "mistake_rate": c.warmstart.mistake_rate,
+    return {"tokenizer": plain(c.tokenizer), "mistake_rate": c.warmstart.mistake_rate,
             "mas": suite.mas_keys()}
 
 
 def warmstart_key(cfg: Config, suite: Suite, model: str) -> dict:
     c = cfg.for_suite(suite.name)
-    return {"model": _plain(c.models[model]), "warmstart": _plain(c.warmstart_for(model)),
+    return {"model": plain(c.models[model]), "warmstart": plain(c.warmstart_for(model)),
             "roles": c.roles_of(model, suite.agents), "mas": suite.mas_keys()}
 
 
@@ -68,7 +63,7 @@ def _models_of(cfg: Config, suite: Suite, assignment: str) -> dict:
     spec = cfg.assignment(assignment)
     names = sorted({spec.model_of(a) for a in suite.agents})
     return {"share": spec.share, "agent_models": {a: spec.model_of(a) for a in suite.agents},
-            "models": {m: _plain(cfg.models[m]) for m in names}}
+            "models": {m: plain(cfg.models[m]) for m in names}}
 
 
 def train_key(cfg: Config, suite: Suite, assignment: str, method: str, seed: int) -> dict:
@@ -78,7 +73,7 @@ def train_key(cfg: Config, suite: Suite, assignment: str, method: str, seed: int
     key = {"suite": suite.name, "assignment": assignment, "method": method,
            "estimator": c.method(method).estimator, "seed": int(seed),
            "prompt_set": c.prompt_set, "mas": suite.mas_keys(), **_models_of(c, suite, assignment),
-           "train": {a: _plain(c.agent_train(a)) for a in suite.agents}}
+           "train": {a: plain(c.agent_train(a)) for a in suite.agents}}
     key["warmstart"] = {m: warmstart_key(cfg, suite, m)["warmstart"]
                         for m, spec in key["models"].items() if spec["kind"] == "tiny"}
     return key
@@ -90,7 +85,7 @@ def eval_key(cfg: Config, suite: Suite, assignment: str, method: str, seed: int)
     c = cfg.for_suite(suite.name)
     if method != "base":
         c = c.for_method(method)
-    key = {"eval": _plain(c.eval), "seed": int(seed), "mas": suite.mas_keys(),
+    key = {"eval": plain(c.eval), "seed": int(seed), "mas": suite.mas_keys(),
            "prompt_set": c.prompt_set,
            "max_response_tokens": {a: c.agent_train(a).max_response_tokens for a in suite.agents},
            "datasets": suite.data_spec(cfg.dataset_key(suite.name))}

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from drmas.config.layers import read_mapping
-from drmas.errors import ConfigError
 from drmas.config.schema import coerce, dataclass_schema, opt, validate
+from drmas.errors import ConfigError
 
 if TYPE_CHECKING:
     from drmas.config.profile import Config
@@ -73,6 +73,22 @@ def suite_path(name: str, root: str | Path = "benchmarks") -> Path:
     return Path(root) / f"{name}.yaml"
 
 
+def check_agents_exist(cfg: "Config") -> None:
+    """Per-agent blocks name agents that some MAS has (a typo would otherwise be ignored).
+    For a single `drmas` command, which has no list of suites; the workflow checks the
+    stricter `check_suites` (agents of a configured suite)."""
+    from drmas.registry import MAS
+
+    known = {agent for name in MAS.names() for agent in MAS.get(name).agents}
+    blocks = [("agents", cfg.agents)] + [(f"suite_overrides.{s}.agents", o.agents)
+                                         for s, o in cfg.suite_overrides.items()]
+    for where, block in blocks:
+        for agent in block:
+            if agent not in known:
+                raise ConfigError(f"config: {where}.{agent}: no MAS has an agent {agent!r}; "
+                                  f"known: {', '.join(sorted(known))}")
+
+
 def check_suites(cfg: "Config", suites: dict[str, Suite], benchmarks: str | Path = "benchmarks") -> None:
     """Checks that need the suites: per-agent blocks name agents of a configured suite, and
     every `suite_overrides` entry names a benchmark that exists."""
@@ -88,8 +104,8 @@ def check_suites(cfg: "Config", suites: dict[str, Suite], benchmarks: str | Path
         if name not in suites and not suite_path(name, benchmarks).is_file():
             raise ConfigError(f"config: suite_overrides.{name}: no benchmark {name!r} "
                               f"({suite_path(name, benchmarks)} not found)")
-    from drmas.registry import MAS
     from drmas.config.groups import plan_groups
+    from drmas.registry import MAS
 
     for name, suite in suites.items():
         known = MAS.get(suite.mas).prompt_sets

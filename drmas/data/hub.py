@@ -126,7 +126,7 @@ def load_source(name: str, *, path: str | None = None, split: str, limit: int | 
         if fields or levels is not None:
             raise ConfigError(f"dataset {name}: fields and levels apply to file and hub sources, "
                               "not to packaged ones")
-        from drmas.data.packages import load_packaged
+        from drmas.data.packaged import load_packaged
 
         rows = load_packaged(name, split, options)
     else:
@@ -340,12 +340,12 @@ def load_corpus(spec: Any) -> Iterable[dict]:
     if path is not None and (not isinstance(path, str) or not path.strip()):
         raise ConfigError(f"datasets corpus {name}: path must be a file name or `package`, got {path!r}")
     if path == "package":
-        from drmas.data.packages import load_corpus as load_packaged_corpus
+        from drmas.data.packaged import load_corpus as load_packaged_corpus
 
         return load_packaged_corpus(name)
     if path is None:
         if name not in CORPUS_SOURCES:
-            from drmas.data.packages import corpus_loaders
+            from drmas.data.packaged import corpus_loaders
 
             packaged = ", ".join(f"{n} (path: package)" for n in sorted(corpus_loaders()))
             raise ConfigError(f"unknown corpus {name!r}; known: {', '.join(CORPUS_SOURCES)}, "

@@ -8,19 +8,17 @@ straight from the installed package's folder, found with `importlib.util.find_sp
 runs none of the package's code: fanoutqa's `__init__` imports markdownify and the wiki
 skill's imports the OVOS voice-assistant framework, neither needed to read a JSON file.
 
-Loaders return prepared rows of one split in the source's own order; `drmas.data.hub`
+The loaders, by source name, are in `packaged.py`; they return prepared rows of one split in the source's own order; `drmas.data.hub`
 applies `offset` / `limit` / `label` on top, the same way for every source.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import inspect
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
-from drmas.errors import ConfigError, DataError
+from drmas.errors import DataError
 
 
 @dataclass(frozen=True)
@@ -64,43 +62,3 @@ def package_file(key: str, relative: str, needed_by: str) -> Path:
         raise DataError(f"{needed_by}: {path} not found in the installed "
                         f"{PACKAGES[key].distribution} (a different version?)")
     return path
-
-
-def _loaders() -> dict[str, Callable[..., list[dict]]]:
-    from drmas.data import gsm, wiki
-
-    return {"gsm8k": gsm.gsm8k_rows, "gsm_symbolic": gsm.gsm_symbolic_rows,
-            "fanoutqa": wiki.fanoutqa_rows, "wiki_desc": wiki.wiki_desc_rows}
-
-
-def corpus_loaders() -> dict[str, Callable[[], list[dict]]]:
-    from drmas.data import wiki
-
-    return {"wiki_offline": wiki.passages}
-
-
-def packaged_names() -> list[str]:
-    return sorted(_loaders())
-
-
-def load_packaged(name: str, split: str, options: dict) -> list[dict]:
-    """All rows of packaged source `name` (labelled `split`), with its own options."""
-    loaders = _loaders()
-    if name not in loaders:
-        raise ConfigError(f"no packaged dataset {name!r}; packaged: {', '.join(sorted(loaders))}")
-    fn = loaders[name]
-    known = set(inspect.signature(fn).parameters) - {"split"}
-    unknown = set(options) - known
-    if unknown:
-        raise ConfigError(f"dataset {name}: unknown option(s) {', '.join(sorted(unknown))}; "
-                          f"known: {', '.join(sorted(known | {'offset', 'limit', 'label'}))}")
-    return fn(split=split, **options)
-
-
-def load_corpus(name: str) -> list[dict]:
-    """The passages of packaged corpus `name` (`corpus: {source: NAME, path: package}`;
-    drmas.data.hub.load_corpus checks the entry and handles hub and file corpora)."""
-    loaders = corpus_loaders()
-    if name not in loaders:
-        raise ConfigError(f"no packaged corpus {name!r}; packaged: {', '.join(sorted(loaders))}")
-    return loaders[name]()

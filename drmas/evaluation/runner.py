@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from drmas.config.groups import engine_options, model_dir, plan_groups
 from drmas.config.profile import Config
 from drmas.config.suites import Suite
 from drmas.errors import ConfigError
 from drmas.evaluation.metrics import aggregate
-from drmas.status.progress import bar as progress_bar
 from drmas.rewards import get_reward
 from drmas.rollout.base import Sampling
 from drmas.rollout.mas import build_orchestra, derived_seed, run_mas, score_episodes
-from drmas.config.groups import engine_options, model_dir, plan_groups
+from drmas.status.progress import bar as progress_bar
 from drmas.train.pool import local_device
 from drmas.train.workers import LocalGroup
 

@@ -24,9 +24,9 @@ import pandas as pd
 
 from drmas.config.profile import Config
 from drmas.report import stability
+from drmas.report import style
 from drmas.report.cells import AVG, interval_cells, metrics_of, paired_cells, sources_of
 from drmas.report.intervals import N_BOOT, seed_bootstrap
-from drmas.report import style
 from drmas.report.style import METHOD_LABEL, row_order
 
 BASELINE = "grpo"

@@ -27,13 +27,12 @@ import seaborn as sns  # noqa: E402
 from drmas.config.profile import Config  # noqa: E402
 from drmas.config.suites import Suite  # noqa: E402
 from drmas.report import stability  # noqa: E402
-from drmas.report.runs import load_runs  # noqa: E402
 from drmas.report import style  # noqa: E402
+from drmas.report.runs import load_runs  # noqa: E402
 from drmas.report.style import (METHOD_LABEL, METHOD_ORDER, agent_color,  # noqa: E402
                                 agent_palette, method_color, method_palette, title)
 from drmas.report.theory import theory_figure, theory_table  # noqa: E402
 
-FIGURES = ("grad_norm", "team_reward", "theory_check", "diagnostics")
 BAND = {"errorbar": ("ci", 95), "n_boot": 1000, "seed": 0}
 BAND_TEXT = "line: mean over seeds, band: 95% bootstrap interval over seeds"
 CAPTIONS = Path(__file__).with_name("captions")
@@ -138,7 +137,7 @@ def render(df: pd.DataFrame, suite: Suite, profile: str, assignments: list[str],
 
 def write_figures(cfg: Config, suite: Suite, run_dirs: list[str], out: str,
                   spike_k: float = stability.SPIKE_K) -> None:
-    """`<out>/<suite>_<figure>.png` for every figure of `FIGURES`, and the theory check's
+    """`<out>/<suite>_<figure>.png` for every figure of `names.FIGURES`, and the theory check's
     numbers as `<out>/<suite>_theory_check.csv`."""
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)

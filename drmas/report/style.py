@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import zlib
 
-from drmas.config.profile import ESTIMATOR_LABELS
+from drmas.registry import ESTIMATORS
 
 METHOD_ORDER = {"base": 0, "grpo": 1, "mean_agent_std_global": 2, "mean_global_std_agent": 3,
                 "drmas": 4}
-METHOD_LABEL = {"base": "Base (before RL)", **ESTIMATOR_LABELS}
+METHOD_LABEL = {"base": "Base (before RL)", **{n: e.label for n, e in ESTIMATORS.entries().items()}}
 DELTA_LABEL = "Δ Dr. MAS − GRPO"
 
 # Okabe-Ito colours (readable with colour-vision deficiencies): methods and agents take

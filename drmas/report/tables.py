@@ -23,9 +23,9 @@ from drmas.config.suites import Suite
 from drmas.errors import DataError
 from drmas.evaluation.metrics import problem_values
 from drmas.report import ablations, efficiency, stability
+from drmas.report import style
 from drmas.report.cells import AVG, interval_cells, metrics_of, paired_cells, sources_of
 from drmas.report.intervals import N_BOOT, Interval
-from drmas.report import style
 from drmas.report.style import DELTA_LABEL, METHOD_LABEL, METHOD_ORDER
 
 ALL_PROBLEMS = "(all)"       # stands for the problems of scores.json files without per-problem counts

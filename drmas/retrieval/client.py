@@ -11,8 +11,9 @@ that is not http(s)://host[:port] is rejected when the client is made.
 The service answers a query it cannot search with no hits and an entry in "errors";
 `retrieve` logs those and returns [] for them, `retrieve_checked` hands them back.
 
-`make_retriever` gives the trainer one object with `batch_search(queries, k)` whether the
-index is searched in-process (`BM25Searcher`, `DenseSearcher`) or over HTTP.
+`Retriever` is the interface a searching MAS calls, `batch_search(queries, k)`: this client
+and the in-process searchers (`BM25Searcher`, `DenseSearcher`, opened by `kinds.open_searcher`)
+all provide it; training and evaluation use the client (`drmas/rollout/mas.py`).
 """
 
 from __future__ import annotations
@@ -20,14 +21,13 @@ from __future__ import annotations
 import json
 import logging
 import time
-from pathlib import Path
 from typing import Protocol
 
 import httpx
 import tenacity
 
 from drmas.errors import ConfigError, DrmasError
-from drmas.retrieval.searcher import Hit, open_searcher, warn_errors
+from drmas.retrieval.searcher import Hit, warn_errors
 
 log = logging.getLogger(__name__)
 
@@ -174,18 +174,3 @@ def _error_message(response: httpx.Response) -> str:
         return " ".join(str(response.json()["error"]).split())
     except Exception:  # noqa: BLE001  (any other body: fall back to the status line)
         return response.reason_phrase or "no message"
-
-
-def make_retriever(
-    index_dir: str | Path | None = None, url: str | None = None, **kwargs
-) -> Retriever:
-    """An in-process searcher over `index_dir`, or a `RetrievalClient` of `url`; give one.
-
-    Extra keyword arguments go to the chosen class (kind/encoder/k1/b for an index,
-    timeout_s/retries/backoff_s/deadline_s for a URL).
-    """
-    if (index_dir is None) == (url is None):
-        raise ConfigError("retrieval needs exactly one of an index folder or a service URL")
-    if url is not None:
-        return RetrievalClient(url, **kwargs)
-    return open_searcher(index_dir, **kwargs)

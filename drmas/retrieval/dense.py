@@ -30,6 +30,7 @@ import numpy as np
 
 import drmas
 from drmas.errors import DrmasError
+from drmas.retrieval.index import validate_corpus, work_dirs
 from drmas.retrieval.searcher import Hit, Searcher, isolate_failures
 
 log = logging.getLogger(__name__)
@@ -70,8 +71,6 @@ def build_dense_index(corpus_jsonl: str | Path, index_dir: str | Path, encoder: 
     """Encode `corpus_jsonl` with `encoder` into a FAISS index at `index_dir` (replaced).
 
     Built beside `index_dir` and renamed into place only when complete."""
-    from drmas.retrieval.index import validate_corpus, work_dirs
-
     corpus = Path(corpus_jsonl).resolve()
     n_docs = validate_corpus(corpus)
     encoder = str(Path(encoder).resolve()) if Path(encoder).exists() else str(encoder)

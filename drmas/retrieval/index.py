@@ -1,4 +1,5 @@
-"""Build a BM25 (Lucene) index of a JSONL corpus with pyserini (dense indexes: `dense.py`).
+"""Build a BM25 (Lucene) index of a JSONL corpus with pyserini (dense indexes: `dense.py`; the
+factory that picks one by kind: `kinds.py`).
 
 The corpus is Search-R1's wiki-18 format: one JSON object per line, `{"id": …, "contents":
 "Title\\ntext"}`. Indexing runs `python -m pyserini.index.lucene` in a subprocess (through
@@ -29,7 +30,7 @@ import numpy as np
 
 import drmas
 from drmas.data.io import parse_line
-from drmas.errors import ConfigError, DataError, DrmasError
+from drmas.errors import DataError, DrmasError
 
 log = logging.getLogger(__name__)
 
@@ -97,24 +98,6 @@ def _name_duplicate(path: Path, suspects: set[int]) -> None:
                     raise DataError(f"{path}:{lineno}: duplicate id {docid!r} (first at line "
                                     f"{first_line[docid]}); ids must be unique")
                 first_line[docid] = lineno
-
-
-def build_index(corpus_jsonl: str | Path, index_dir: str | Path, threads: int = 1,
-                kind: str = "bm25", encoder: str | Path | None = None, **dense) -> Path:
-    """Build a `kind` index ("bm25", or "dense" with `encoder`) of a corpus into `index_dir`.
-
-    Extra keyword arguments go to `build_dense_index` (batch_size, max_length, device)."""
-    if kind == "bm25":
-        if encoder is not None or dense:
-            raise ConfigError("--encoder and the encoding options are for --kind dense")
-        return build_bm25_index(corpus_jsonl, index_dir, threads)
-    if kind == "dense":
-        if encoder is None:
-            raise ConfigError("a dense index needs --encoder (a local e5-style encoder folder)")
-        from drmas.retrieval.dense import build_dense_index
-
-        return build_dense_index(corpus_jsonl, index_dir, encoder, **dense)
-    raise ConfigError(f"unknown index kind {kind!r}; use bm25 or dense")
 
 
 def build_bm25_index(corpus_jsonl: str | Path, index_dir: str | Path, threads: int = 1) -> Path:

@@ -257,37 +257,3 @@ class BM25Searcher(Searcher):
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-KINDS = ("bm25", "dense")
-
-
-def index_kind(index_dir: str | Path) -> str:
-    """"bm25" for a Lucene index folder, "dense" for one built by `drmas index --kind dense`."""
-    index_dir = Path(index_dir)
-    if any(index_dir.glob("segments_*")):
-        return "bm25"
-    from drmas.retrieval.dense import DENSE_META
-
-    if (index_dir / DENSE_META).is_file():
-        return "dense"
-    raise DrmasError(f"no retrieval index at {index_dir} (build it with `drmas index`)")
-
-
-def open_searcher(index_dir: str | Path, kind: str = "auto", encoder: str | Path | None = None,
-                  max_heap: str | None = None, device: str | None = None,
-                  k1: float = 0.9, b: float = 0.4):
-    """A BM25Searcher or DenseSearcher over `index_dir`; kind "auto" reads it from the folder.
-
-    `encoder` overrides the query encoder a dense index names; `max_heap` caps the JVM heap
-    (BM25, and pyserini's import for dense); `device` is where the dense encoder runs."""
-    if kind not in ("auto", *KINDS):
-        raise DrmasError(f"unknown retriever kind {kind!r}; use one of auto, {', '.join(KINDS)}")
-    found = index_kind(index_dir)
-    if kind != "auto" and kind != found:
-        raise DrmasError(f"{index_dir} holds a {found} index, not a {kind} one")
-    if found == "bm25":
-        return BM25Searcher(index_dir, k1=k1, b=b, max_heap=max_heap)
-    from drmas.retrieval.dense import DenseSearcher
-
-    return DenseSearcher(index_dir, encoder=encoder, device=device, max_heap=max_heap)

@@ -345,7 +345,7 @@ def serve(index_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, thre
     started that way saw it). uvicorn catches the signal, drains the open requests, and hands
     it back once it has stopped."""
     from drmas.retrieval.java import check_heap
-    from drmas.retrieval.searcher import open_searcher
+    from drmas.retrieval.kinds import open_searcher
 
     if jvm_heap is not None:
         check_heap(jvm_heap)

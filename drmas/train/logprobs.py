@@ -76,6 +76,3 @@ def _pad_left(values: torch.Tensor, columns: int) -> torch.Tensor:
     return torch.nn.functional.pad(values, (columns, 0)) if columns else values
 
 
-def unpad_response(values: torch.Tensor, resp_mask: torch.Tensor) -> list[list[float]]:
-    """Per-row lists of the response positions of a (B, W-1) tensor."""
-    return [values[b][resp_mask[b] > 0].tolist() for b in range(values.shape[0])]

@@ -19,17 +19,18 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from drmas.algos.advantages import compute_advantages, lemma_diagnostics, method_modes
+from drmas.algos.advantages import compute_advantages, lemma_diagnostics
+from drmas.config.groups import engine_options, model_dir, plan_groups
 from drmas.config.profile import Config
+from drmas.config.stages import changed_keys, digest, train_key
 from drmas.config.suites import Suite
 from drmas.errors import ConfigError, DrmasError
-from drmas.status.progress import bar as progress_bar
+from drmas.registry import ESTIMATORS
 from drmas.rewards import get_reward
 from drmas.rollout.base import Sampling
 from drmas.rollout.mas import build_orchestra, derived_seed, run_mas, score_episodes
-from drmas.config.stages import changed_keys, digest, train_key
+from drmas.status.progress import bar as progress_bar
 from drmas.train import checkpoint
-from drmas.config.groups import engine_options, model_dir, plan_groups
 from drmas.train.pool import make_groups
 from drmas.train.schedule import group_uids, steps_for_epochs
 from drmas.train.shaping import RowShaping
@@ -121,7 +122,8 @@ class Trainer:
         """`engine_overrides`: {"engine", "dtype"} for every group, over the models' own."""
         self.cfg, self.suite, self.method, self.seed = cfg, suite, method, seed
         self.assignment = assignment
-        self.mean_by, self.std_by = method_modes(cfg.method(method).estimator)
+        estimator = ESTIMATORS.get(cfg.method(method).estimator)
+        self.mean_by, self.std_by = estimator.mean_by, estimator.std_by
         self.out = Path(out_dir)
         self.ckpt_root = Path(checkpoints) if checkpoints else self.out / "checkpoints"
         self.plan = plan_groups(cfg, assignment, suite.agents)

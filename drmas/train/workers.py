@@ -35,14 +35,14 @@ import torch
 from drmas.algos.loss import LossOptions, policy_loss
 from drmas.config.profile import TrainConfig
 from drmas.mas.base import Messages
-from drmas.models.tiny import load_model, load_tokenizer
+from drmas.models.encoding import PromptEncoding, encode_prompt
 from drmas.models.precision import autocast, dtype_name, resolve_dtype
+from drmas.models.tiny import load_model, load_tokenizer
 from drmas.rollout.base import Generation, Sampling
 from drmas.rollout.engines import make_engine
 from drmas.train import dist
 from drmas.train.logprobs import length_chunks, pack, response_logprobs
 from drmas.train.reference import ReferencePolicy
-from drmas.models.encoding import PromptEncoding, encode_prompt
 
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj"]
 LORA_INIT_SEED = 0

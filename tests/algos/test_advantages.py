@@ -9,12 +9,10 @@ import pytest
 import torch
 
 from drmas.algos.advantages import (
-    METHODS,
     compute_advantages,
     dense_codes,
     DIAG_KEYS,
     lemma_diagnostics,
-    method_modes,
 )
 from drmas.errors import ConfigError
 
@@ -202,10 +200,6 @@ def test_tensor_scores_keep_device_and_empty_batch():
 
 
 def test_errors():
-    with pytest.raises(ConfigError, match="valid: .*drmas.*grpo"):
-        method_modes("gpro")
-    assert method_modes("drmas") == ("agent", "agent")
-    assert set(METHODS) == {"grpo", "drmas", "mean_agent_std_global", "mean_global_std_agent"}
     with pytest.raises(ConfigError, match="mean_by"):
         compute_advantages([1.0], [0], [0], [0], mean_by="agents")
     with pytest.raises(ValueError, match="differ in length"):

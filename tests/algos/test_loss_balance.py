@@ -5,14 +5,14 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import make_config, math_suite
+from conftest import make_config
 from drmas.algos.balance import loss_balance_weights
 from drmas.algos.loss import policy_loss
 from drmas.config.profile import TrainConfig
 from drmas.train.logprobs import pack, response_logprobs
-from drmas.train.trainer import Trainer
 from drmas.train.workers import LocalGroup
-from test_loss_semantics import captured_gradient, make_rows
+from rows import captured_gradient, solver_rows
+from training import make_trainer
 
 
 def test_weights_on_a_hand_worked_batch():
@@ -77,7 +77,7 @@ def test_group_update_gradient_with_weights_matches_a_plain_loop(tiny_model_dir)
     settings = TrainConfig(ppo_mini_batches=1, micro_batch_rows=2, micro_batch_tokens=1 << 20,
                            grad_clip=1e9, loss_aggregation="verl", log_ratio_clamp=None)
     group = LocalGroup("g", tiny_model_dir, ["solver"], settings)
-    rows = make_rows(group)
+    rows = solver_rows(group)
     for r, w in zip(rows, [0.5, 1.5, 2.0, 0.25]):
         r["loss_weight"] = w
     got = captured_gradient(group, rows)
@@ -108,10 +108,6 @@ def test_group_update_gradient_with_weights_matches_a_plain_loop(tiny_model_dir)
     assert max(float((a - b).abs().max()) for a, b in zip(unweighted, got)) > 1e-4
 
 
-def odd_length_reward(answer, golds):
-    return float(len(answer) % 2)
-
-
 def rejecting_verifier(orchestra):
     """A random tiny model never writes a verdict tag (missing = approve), so every episode
     would call each agent once and balancing would be a no-op: reject by output length."""
@@ -136,8 +132,7 @@ def test_four_cells_of_estimator_and_balance(tiny_model_dir, math_rows, tmp_path
     seen = {}
     for balance in (False, True):
         cfg = make_config(tiny_model_dir, loss_balance=balance)
-        trainer = Trainer(cfg, math_suite(), "nonshared", method, 0, train, tmp_path / str(balance))
-        trainer.reward = odd_length_reward
+        trainer = make_trainer(cfg, train, tmp_path / str(balance), "nonshared", method)
         rejecting_verifier(trainer.orchestra)
         batch, sent = [], {}
         add = trainer.shaping.add_loss_weights

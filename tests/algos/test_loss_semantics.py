@@ -10,8 +10,9 @@ import torch
 from drmas.algos.loss import LossOptions, policy_loss
 from drmas.config.profile import TrainConfig
 from drmas.errors import ConfigError
-from drmas.train.logprobs import pack, response_logprobs
+from drmas.train.logprobs import pack
 from drmas.train.workers import LocalGroup
+from rows import captured_gradient, solver_rows
 
 
 def test_options_from_settings():
@@ -21,31 +22,6 @@ def test_options_from_settings():
     assert LossOptions.of(tiny) == LossOptions(0.001, "minibatch", 20.0)
     with pytest.raises(ConfigError, match="loss_aggregation must be one of minibatch, verl"):
         LossOptions(loss_aggregation="seq-mean")
-
-
-def make_rows(group, lengths=(3, 5, 7, 9)):
-    """Rows of one agent with distinct lengths (so the length-sorted micro-batches are the
-    pairs (0, 1), (2, 3)) and stale behaviour logprobs (ratios away from 1)."""
-    tok = group.tokenizer
-    prompt = tok("What is 2 + 3?", add_special_tokens=False)["input_ids"]
-    rows = []
-    for i, n in enumerate(lengths):
-        response = (tok("2 + 3 = 5 so the answer is 5", add_special_tokens=False)["input_ids"] * 3)[:n]
-        ids, attn, resp = pack([prompt], [response], tok.pad_token_id)
-        with torch.no_grad():
-            lp, _ = response_logprobs(group.model, ids, attn)
-        old = lp[0][resp[0] > 0] + torch.linspace(-0.4, 0.4, n)
-        rows.append({"agent": "solver", "prompt_ids": prompt, "response_ids": response,
-                     "logprobs": old.tolist(), "advantage": [1.0, -0.5, 0.8, -1.2][i]})
-    return rows
-
-
-def captured_gradient(group, rows):
-    """The gradient `update` hands to the optimiser (its step replaced by a recorder)."""
-    seen = []
-    group.optimizer.step = lambda: seen.append([p.grad.detach().clone() for p in group.params])
-    group.update(rows, seed=0)
-    return seen[0]
 
 
 def reference_gradient(group, rows, chunks, coeff):
@@ -78,7 +54,7 @@ def test_verl_aggregation_and_entropy_match_a_plain_loop(tiny_model_dir):
                              grad_clip=1e9, entropy_coeff=0.05, loss_aggregation="verl",
                              log_ratio_clamp=None)
     group = LocalGroup("g", tiny_model_dir, ["solver"], settings)
-    rows = make_rows(group)
+    rows = solver_rows(group)
     got = captured_gradient(group, rows)
     want = reference_gradient(group, rows, [[0, 1], [2, 3]], coeff=0.05)
     for g, w in zip(got, want):

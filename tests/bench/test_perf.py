@@ -4,7 +4,8 @@ Speed is not asserted (it depends on the machine); `drmas perf advantages` measu
 import pytest
 import torch
 
-from drmas.algos.advantages import METHODS, compute_advantages
+from drmas.algos.advantages import compute_advantages
+from drmas.registry import ESTIMATORS
 from drmas.bench.advantages import bench_advantages, main_advantages, synthetic_batch, upstream_loop_advantages
 
 
@@ -16,11 +17,11 @@ def test_synthetic_batch_shape():
     assert len(set(batch["uid"])) == round(2_000 / (8 * 12.5))
 
 
-@pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.parametrize("method", ESTIMATORS.names())
 @pytest.mark.parametrize("norm", [True, False])
 def test_upstream_loop_matches_vectorised(method, norm):
     batch = synthetic_batch(600, seed=2)
-    mean_by, std_by = METHODS[method]
+    mean_by, std_by = ESTIMATORS.get(method).mean_by, ESTIMATORS.get(method).std_by
     loop = upstream_loop_advantages(**batch, mean_by=mean_by, std_by=std_by, norm_by_std=norm, eps=1e-6)
     vec = compute_advantages(**batch, mean_by=mean_by, std_by=std_by, norm_by_std=norm)
     torch.testing.assert_close(vec, loop, atol=1e-6, rtol=1e-6)

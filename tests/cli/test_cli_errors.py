@@ -3,6 +3,7 @@ input, an unknown name, a bad argument) into one line on stderr and exit status 
 unexpected error prints one line with the log file that keeps its traceback, and exits 1.
 Every CLI argument has help text."""
 
+import argparse
 import json
 import os
 import subprocess
@@ -189,12 +190,20 @@ def test_warmstart_unknown_model_or_missing_tokenizer(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["perf", "advantages", "--rows", "0"], "drmas perf: error: argument --rows: must be at least 1, "
-                                            "got 0 (see `drmas perf --help`)"),
-    (["perf", "advantages", "--rows", "many"], "drmas perf: error: argument --rows: not an integer: "
-                                               "'many' (see `drmas perf --help`)"),
+    (["perf", "advantages", "--rows", "0"], "drmas perf advantages: error: argument --rows: must be "
+                                            "at least 1, got 0 (see `drmas perf advantages --help`)"),
+    (["perf", "advantages", "--rows", "many"], "drmas perf advantages: error: argument --rows: not an "
+                                               "integer: 'many' (see `drmas perf advantages --help`)"),
     (["perf", "latency"], "drmas perf: error: argument what: invalid choice: 'latency' (choose "
-                          "from 'advantages', ...) (see `drmas perf --help`)"),
+                          "from 'advantages', 'retrieval', 'rollout', 'step') (see `drmas perf "
+                          "--help`)"),
+    (["perf"], "drmas perf: error: the following arguments are required: what (see `drmas perf "
+               "--help`)"),
+    # an option of another benchmark: each takes only its own
+    (["perf", "step", "--rows", "5"], "drmas perf step: error: unrecognized arguments: --rows 5 "
+                                      "(see `drmas perf step --help`)"),
+    (["perf", "advantages", "--json"], "drmas perf advantages: error: unrecognized arguments: "
+                                       "--json (see `drmas perf advantages --help`)"),
     (["serve", "--index", "x", "--port", "70000"], "drmas serve: error: argument --port: must be "
                                                    "between 0 and 65535, got 70000 (see `drmas "
                                                    "serve --help`)"),
@@ -205,8 +214,9 @@ def test_warmstart_unknown_model_or_missing_tokenizer(tmp_path, capsys):
 ])
 def test_bad_arguments_are_one_line(argv, message, capsys):
     status, line = run(capsys, *argv)
-    head, _, tail = message.partition("...")        # `...`: the rest of a long list
-    assert status == 2 and line.startswith(head) and line.endswith(tail)
+    head, cut, tail = message.partition("...")      # `...`: the rest of a long list
+    assert status == 2
+    assert (line.startswith(head) and line.endswith(tail)) if cut else line == message
 
 
 def test_unexpected_error_keeps_its_traceback_in_a_log(tmp_path, capsys, monkeypatch):
@@ -247,13 +257,39 @@ def test_real_process_prints_one_line_and_exits_2(tmp_path):
                            "`drmas evaluate` not found\n")
 
 
+def _subcommands(parser, prefix=""):
+    """(name, parser) of every subcommand, nested ones (`perf step`) included."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sp in action.choices.items():
+                yield f"{prefix}{name}", sp
+                yield from _subcommands(sp, f"{prefix}{name} ")
+
+
 def test_every_argument_has_help():
-    parser = cli.build_parser()
-    subparsers = next(a for a in parser._actions if a.dest == "command").choices
-    missing = [f"{name} {action.dest}" for name, sp in subparsers.items() for action in sp._actions
+    subcommands = dict(_subcommands(cli.build_parser()))
+    missing = [f"{name} {action.dest}" for name, sp in subcommands.items() for action in sp._actions
                if action.dest != "help" and not action.help]
     assert not missing, missing
-    assert len(subparsers) >= 10
+    assert len(subcommands) >= 10
+    assert {"perf advantages", "perf retrieval", "perf rollout", "perf step"} <= set(subcommands)
+
+
+@pytest.mark.parametrize("argv, values", [
+    (["perf", "advantages", "--rows", "1000"], {"rows": 1000, "seed": 0}),
+    (["perf", "step", "--model", "tiny", "--steps", "5"],
+     {"model": "tiny", "steps": 5, "warmup": 1, "dtype": "float32", "threads": None, "json": False}),
+    (["perf", "rollout", "--dtype", "bfloat16", "--json"],
+     {"model": "tiny", "steps": 5, "dtype": "bfloat16", "threads": None, "json": True}),
+    (["perf", "retrieval", "--index", "X"],
+     {"index": "X", "url": None, "peer_url": None, "queries": None, "clients": [8, 64],
+      "seconds": 10.0, "rounds": 5, "batch_size": 8, "warmup_s": 10.0, "threads": 1, "out": None}),
+])
+def test_perf_benchmarks_take_only_their_own_options(argv, values):
+    args = vars(cli.build_parser().parse_args(argv))
+    fn = args.pop("fn")
+    assert args == {"command": "perf", "what": argv[1], **values}
+    assert fn.__module__ == "drmas.cli.perf"
 
 
 def test_unreachable_hub_model_names_the_id_and_the_path_override(tmp_path):

@@ -159,7 +159,6 @@ def test_config_show_names_each_source():
     ("train={group_n: 2.0}", r"train\.group_n: 2\.0 is not of type 'integer'"),
     ("train={steps: true}", r"train\.steps: True is not of type 'integer'"),
     ("agents={solver: {group_n: 4}}", r"agents\.solver\.group_n: a run-wide key"),
-    ("agents={sovler: {lr: 1.0e-5}}", r"agents\.sovler: no MAS has an agent 'sovler'"),
     ("models={extra: {kind: pretrained}}", r"models\.extra: a pretrained model needs a path"),
     ("models={extra: {kind: tiny, layers: 2}}", r"models\.extra: a tiny model needs hidden_size, heads"),
 ])
@@ -169,6 +168,23 @@ def test_values_the_schema_once_let_through_are_one_line_errors(override, messag
     with pytest.raises(ConfigError, match=message) as err:
         workflow_config([ROOT / "config" / "default.yaml"], [override])
     assert "\n" not in str(err.value)
+
+
+def test_an_agent_no_mas_has_is_one_line_error_for_a_command_and_for_the_workflow():
+    """A profile loads without importing any MAS; the agents of per-agent blocks are checked
+    against the MAS registry by a single command and against the configured suites by the
+    workflow (tests/workflow/test_workflow.py runs the latter through `snakemake -n`)."""
+    from drmas.config.profile import workflow_config
+    from drmas.config.suites import check_agents_exist, check_suites, load_suite, suite_path
+
+    cfg = workflow_config([ROOT / "config" / "default.yaml"], ["agents={sovler: {lr: 1.0e-5}}"])
+    with pytest.raises(ConfigError, match=r"^config: agents\.sovler: no MAS has an agent 'sovler'; known: ") as err:
+        check_agents_exist(cfg)
+    assert "\n" not in str(err.value)
+    suites = {s: load_suite(suite_path(s, ROOT / "benchmarks")) for s in cfg.suites}
+    with pytest.raises(ConfigError, match=r"agents\.sovler: no configured suite has an agent 'sovler'"):
+        check_suites(cfg, suites, ROOT / "benchmarks")
+    check_agents_exist(workflow_config([ROOT / "config" / "default.yaml"], ["agents={critic: {lr: 1.0e-5}}"]))
 
 
 def test_command_line_values_are_read_as_yaml_and_coerced():
@@ -191,16 +207,18 @@ def test_benchmark_files_are_validated_by_their_schema(tmp_path):
         load_suite(bad)
 
 
-def test_named_methods_carry_an_estimator_and_train_settings():
+def test_named_methods_carry_an_estimator_and_train_settings(tmp_path):
     """The paper's ablations as configuration: a method = an estimator + train keys, which
-    win over the profile's, the suite's and per-agent values; its run identity differs."""
+    win over the profile's, the suite's and per-agent values (the command line still wins
+    over a method: tests/config/test_layers.py); its run identity differs."""
     from drmas.config.profile import workflow_config
     from drmas.config.stages import train_key
 
-    cfg = workflow_config([ROOT / "config" / "default.yaml"], [
+    agents = tmp_path / "agents.yaml"       # a second profile file: a per-agent value
+    agents.write_text("agents: {solver: {grad_clip: 0.5}}\n")
+    cfg = workflow_config([ROOT / "config" / "default.yaml", agents], [
         "method_defs={grpo_clip0.1: {estimator: grpo, label: 'GRPO, clip 0.1', train: {grad_clip: 0.1}}}",
-        "methods=[grpo,drmas,grpo_clip0.1]", "assignments=[nonshared]",
-        "agents={solver: {grad_clip: 0.5}}"])
+        "methods=[grpo,drmas,grpo_clip0.1]", "assignments=[nonshared]"])
     run = cfg.for_suite("math").for_method("grpo_clip0.1")
     assert run.agent_train("solver").grad_clip == 0.1 and run.agent_train("verifier").grad_clip == 0.1
     assert cfg.for_suite("math").agent_train("solver").grad_clip == 0.5

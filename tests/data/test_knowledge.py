@@ -1,8 +1,6 @@
 """The fictional knowledge base: determinism, answerability from the corpus, splits, and
 retrieval of every entity by its title on a real (small) pyserini index."""
 
-import json
-
 import pytest
 
 from drmas.data.io import validate_prepared
@@ -10,25 +8,7 @@ from drmas.data.generators.knowledge import ANSWER_TYPES, ATTRS, balanced_split,
 from drmas.data.prepare import prepare_corpus, prepare_rows
 from drmas.errors import ConfigError
 from drmas.rewards.qa import normalize_answer
-
-SPEC = {"kind": "generated", "generator": "knowledge", "entities": 120, "train_problems": 300,
-        "test_problems": 20, "sources": {"kb-single": {"hops": 1}, "kb-multi": {"hops": 2}}}
-
-
-def knowledge_index(tmp_path_factory):
-    """(docs, index dir) of the SPEC corpus, built once per session even when several modules ask."""
-    pytest.importorskip("pyserini", reason="pyserini is not installed (pyserini==1.6.0)")
-    from drmas.retrieval.index import build_index
-
-    root = tmp_path_factory.getbasetemp() / "knowledge"
-    docs = prepare_corpus(SPEC, seed=0)
-    index_dir = root / "index"
-    if not index_dir.exists():
-        root.mkdir(exist_ok=True)
-        corpus = root / "corpus.jsonl"
-        corpus.write_text("".join(json.dumps(d) + "\n" for d in docs))
-        build_index(corpus, index_dir, threads=2)
-    return docs, index_dir
+from knowledge import SPEC, knowledge_index
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from drmas.errors import DataError, DrmasError
 from drmas.mas.search.demos import AGENTS, BOOST, MISTAKES, key_traces, search_traces, simulate
 from drmas.mas.search.history import SearchEpisode
 from drmas.registry import DEMONSTRATIONS
-from test_knowledge import SPEC, knowledge_index  # one index per session, shared
+from knowledge import SPEC, knowledge_index  # one index per session, shared
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """The ablation table: each method against the method it changes, on hand-made scores and
-run folders (the fixtures of test_report.py)."""
+run folders (tests/runs.py)."""
 
 import dataclasses
 
@@ -11,7 +11,7 @@ from drmas.config.profile import MethodDef
 from drmas.report.ablations import DELTA, RUNS, ablation_table, reference_of
 from drmas.report.runs import load_runs
 from drmas.report.tables import collect, read_scores, write_table
-from test_report import fake_run, scores_file
+from runs import fake_run, scores_file
 
 
 def _config(tmp_path):

@@ -11,28 +11,14 @@ import pytest
 from conftest import make_config, math_suite
 from drmas.cli.main import build_parser
 from drmas.report import efficiency, stability
-from drmas.report.figures import FIGURES, caption, render, write_figures
+from drmas.report.figures import caption, render, write_figures
+from drmas.report.names import FIGURES
 from drmas.report.intervals import N_BOOT, Interval
 from drmas.report.runs import load_runs
 from drmas.report.style import DELTA_LABEL, agent_color, method_color
 from drmas.report.tables import write_table
 from drmas.report.theory import theory_table
-
-
-def scores_file(tmp_path, assignment, method, seed, per_problem, same_as=None):
-    """scores.json as `evaluate` writes it, from {source: [successes of each problem]} (n = 16)."""
-    n = 16
-    per_source = {s: {f"avg@{n}": float(np.mean(c)) / n, f"pass@{n}": float(np.mean([x > 0 for x in c]))}
-                  for s, c in per_problem.items()}
-    macro = {k: float(np.mean([v[k] for v in per_source.values()])) for k in (f"avg@{n}", f"pass@{n}")}
-    meta = {"suite": "math", "assignment": assignment, "method": method, "seed": seed}
-    if same_as:
-        meta["same_as"] = same_as
-    path = tmp_path / f"{assignment}_{method}_{seed}.json"
-    path.write_text(json.dumps({
-        "n": n, "meta": meta, "per_source": per_source, "macro": macro, "overall": macro,
-        "per_problem": {s: {f"p{i}": [n, c] for i, c in enumerate(cs)} for s, cs in per_problem.items()}}))
-    return str(path)
+from runs import AGENTS, fake_run, scores_file
 
 
 def test_table_intervals_delta_and_base_once(tmp_path):
@@ -102,35 +88,6 @@ def test_behaviour_table_when_scores_carry_routing(tmp_path):
 
 
 # --- run folders ------------------------------------------------------------------------
-AGENTS = ("solver", "verifier")
-
-
-def fake_run(root, assignment, method, seed, norms, factors, steps=8):
-    """A run folder: metrics.jsonl as the trainer writes it (per-agent grad norm, clip
-    fraction, approx KL, adv_diag) and config.yaml with the worker groups."""
-    run = root / assignment / method / f"seed{seed}"
-    run.mkdir(parents=True)
-    groups = {"small": {"model": "small", "agents": list(AGENTS)}}
-    (run / "config.yaml").write_text(json.dumps({"suite": "math", "assignment": assignment,
-                                                 "method": method, "seed": seed, "groups": groups}))
-    with open(run / "metrics.jsonl", "w") as f:
-        for step in range(1, steps + 1):
-            agents = {a: {"grad_norm": norms[a](step), "reward": {"mean": 0.5}, "clip_frac": 0.01 * i,
-                          "approx_kl": 0.001} for i, a in enumerate(AGENTS)}
-            diag = {a: {"inflation_factor_mean": factors[a], "inflation_factor_p95": factors[a] * 2,
-                        "inflation_factor_max": factors[a] * 3, "num_groups": 4} for a in AGENTS}
-            f.write(json.dumps({"step": step, "team_reward": {"mean": 0.1 * step + 0.01 * seed},
-                                "agents": agents, "adv_diag": diag,
-                                "groups": {"small": {"skipped_steps": int(step == 3)}},
-                                # step 1 pays a one-off cost; seed 1 runs twice as slow
-                                "time": {"generate": (5.0 if step == 1 else 1.0) * (1 + seed),
-                                         "update": 0.5, "sync": 0.01, "total": 2.0 * (1 + seed)},
-                                "tokens_per_s": 100.0 * step,
-                                "memory": {"small": {"peak_rss_mb": 100.0 + step},
-                                           "big": {"peak_rss_mb": 300.0}}}) + "\n")
-    return str(run)
-
-
 @pytest.fixture
 def runs(tmp_path):
     out = []

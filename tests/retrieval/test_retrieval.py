@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from drmas.errors import ConfigError, DataError
-from drmas.retrieval.client import make_retriever
-from drmas.retrieval.index import build_index, validate_corpus
+from drmas.errors import DataError
+from drmas.retrieval.index import validate_corpus
+from drmas.retrieval.kinds import build_index, open_searcher
 from drmas.retrieval.searcher import Hit, format_docs
 
 from conftest import N_DOCS, make_corpus
@@ -107,13 +107,6 @@ def test_java_home_skips_a_too_old_java(tmp_path, monkeypatch):
     assert java_home() == str(tmp_path)
 
 
-def test_make_retriever_needs_exactly_one_source():
-    with pytest.raises(ConfigError):
-        make_retriever()
-    with pytest.raises(ConfigError):
-        make_retriever(index_dir="x", url="http://127.0.0.1:1")
-
-
 def test_build_leaves_only_the_index(bm25_index):
     _, index_dir = bm25_index
     assert sorted(p.name for p in index_dir.parent.iterdir()) == ["corpus", "index"]
@@ -152,8 +145,8 @@ def test_batch_search_matches_single_searches(bm25_index, searcher):
     assert batch[-1] == []  # an empty query finds nothing, and does not fail
 
 
-def test_make_retriever_in_process(bm25_index, searcher):
-    with make_retriever(index_dir=bm25_index[1]) as retriever:
+def test_open_searcher_in_process(bm25_index, searcher):
+    with open_searcher(bm25_index[1]) as retriever:
         assert retriever.batch_search(["guild lore"], k=3) == [searcher.search("guild lore", k=3)]
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from drmas.errors import ConfigError, DrmasError
 from drmas.net import free_port
-from drmas.retrieval.client import RetrievalClient, make_retriever
+from drmas.retrieval.client import RetrievalClient
 
 LONG = " ".join(f"term{i}x" for i in range(1100))     # over Lucene's 1,024-clause limit
 HUGE = " ".join(f"w{i}" for i in range(20_000))
@@ -152,8 +152,6 @@ def test_url_without_scheme_or_host_is_one_line_and_not_retried(url):
     with pytest.raises(ConfigError, match=r"is not http\(s\)://host:port") as err:
         RetrievalClient(url, retries=5, backoff_s=10)
     assert "\n" not in str(err.value) and time.monotonic() - start < 1
-    with pytest.raises(ConfigError):
-        make_retriever(url=url)
 
 
 def run_serve(*args, timeout=120):

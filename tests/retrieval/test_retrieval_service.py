@@ -15,7 +15,7 @@ import pytest
 
 from drmas.errors import DrmasError
 from drmas.net import free_port
-from drmas.retrieval.client import RetrievalClient, make_retriever
+from drmas.retrieval.client import RetrievalClient
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +147,7 @@ def test_client_does_not_retry_a_rejected_request(service):
 
 def test_client_gives_up_after_bounded_retries_on_a_stopped_service():
     url = f"http://127.0.0.1:{free_port()}"
-    client = make_retriever(url=url, retries=2, backoff_s=0.01, timeout_s=2)
+    client = RetrievalClient(url, retries=2, backoff_s=0.01, timeout_s=2)
     start = time.monotonic()
     with pytest.raises(DrmasError, match="failed after 3 attempts") as err:
         client.batch_search(["anything"], k=3)

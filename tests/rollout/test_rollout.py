@@ -7,7 +7,7 @@ import torch
 from drmas.models.tiny import load_model, load_tokenizer
 from drmas.rollout.base import Sampling
 from drmas.rollout.hf import HFEngine, sample_tokens
-from drmas.train.logprobs import pack, response_logprobs, unpad_response
+from drmas.train.logprobs import pack, response_logprobs
 from drmas.models.encoding import encode_prompt
 
 
@@ -48,7 +48,7 @@ def test_logprobs_match_direct_forward(tiny_model_dir):
                                tok.pad_token_id)
         with torch.no_grad():
             lp, _ = response_logprobs(engine.model, ids, attn, temperature)
-        for g, ref in zip(gens, unpad_response(lp, resp)):
+        for g, ref in zip(gens, (lp[b][resp[b] > 0].tolist() for b in range(lp.shape[0]))):
             assert torch.allclose(torch.tensor(g.logprobs), torch.tensor(ref), atol=1e-4)
 
 

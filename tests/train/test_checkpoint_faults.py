@@ -9,26 +9,19 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import load_file
 
-from conftest import make_config, math_suite
+from conftest import make_config
 from drmas.errors import DrmasError
 from drmas.train import checkpoint
-from drmas.train.trainer import VOLATILE, Trainer
+from drmas.train.trainer import Trainer
+from training import equal_weights, final_weights, load_weights, make_trainer, stripped
 
 STEPS = 3
 GROUP = "small"            # the one group of the "shared" assignment
 
 
-def odd_length_reward(answer, golds):
-    return float(len(answer) % 2)
-
-
 def trainer(model_dir, rows, out) -> Trainer:
-    t = Trainer(make_config(model_dir, steps=STEPS, save_every=1), math_suite(), "shared", "drmas",
-                0, rows, out)
-    t.reward = odd_length_reward
-    return t
+    return make_trainer(make_config(model_dir, steps=STEPS, save_every=1), rows, out, "shared", "drmas")
 
 
 @pytest.fixture(scope="module")
@@ -93,9 +86,8 @@ def test_damaged_newest_checkpoint_falls_back_to_the_previous(fault, reference, 
         assert t.resume() is True
         assert t.step == 1
         assert t.sampler.state() == checkpoint.read_state(out / "checkpoints" / "step1")["sampler"]
-        saved = load_file(str(out / "checkpoints" / "step1" / GROUP / "model.safetensors"))
-        live = t.groups[GROUP].model.state_dict()
-        assert all(torch.equal(saved[k], live[k]) for k in saved)
+        saved = load_weights(out / "checkpoints" / "step1" / GROUP)
+        assert equal_weights(saved, t.groups[GROUP].model.state_dict(), same_keys=False)
     lines = stderr_lines(capsys)
     assert len(lines) == 1, lines
     assert lines[0].startswith("drmas train: checkpoint step2 (")
@@ -106,16 +98,9 @@ def test_damaged_newest_checkpoint_falls_back_to_the_previous(fault, reference, 
     assert [json.loads(l)["step"] for l in (out / "metrics.jsonl").read_text().splitlines()] == [1]
 
 
-def stripped(path):
-    return [{k: v for k, v in json.loads(l).items() if k not in VOLATILE}
-            for l in path.read_text().splitlines()]
-
-
 def same_final(a: Path, b: Path):
     assert stripped(a / "metrics.jsonl") == stripped(b / "metrics.jsonl")
-    wa = load_file(str(a / "final" / GROUP / "model.safetensors"))
-    wb = load_file(str(b / "final" / GROUP / "model.safetensors"))
-    assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+    assert equal_weights(final_weights(a, GROUP), final_weights(b, GROUP))
 
 
 def test_fallback_run_ends_like_the_uninterrupted_one(reference, tiny_model_dir, tmp_path, capsys):

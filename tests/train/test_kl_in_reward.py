@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import make_config, math_suite
+from conftest import make_config
 from drmas.algos.advantages import compute_advantages
 from drmas.algos.kl import AdaptiveKLController, kl_in_reward, row_kl
 from drmas.config.profile import TrainConfig
@@ -17,9 +17,9 @@ from drmas.errors import DrmasError
 from drmas.models.tiny import load_model
 from drmas.train import checkpoint
 from drmas.train.logprobs import pack, response_logprobs
-from drmas.train.trainer import VOLATILE, Trainer
 from drmas.train.workers import LocalGroup
-from test_loss_semantics import make_rows
+from rows import AGENTS, engine_rows, solver_rows
+from training import make_trainer, stripped
 
 
 def test_adaptive_controller_on_a_hand_computed_sequence():
@@ -88,7 +88,7 @@ def test_reference_is_the_frozen_base_model(tiny_model_dir):
     settings = TrainConfig(micro_batch_rows=2, grad_clip=1e9, loss_aggregation="verl",
                            log_ratio_clamp=None, lr=1e-2, temperature=0.7, **KL)
     group = LocalGroup("g", tiny_model_dir, ["solver"], settings)
-    rows = make_rows(group)
+    rows = solver_rows(group)
     before = group.ref_logprobs(rows)
     want = plain_reference(tiny_model_dir, rows, temperature=0.7)
     for got, w in zip(before, want):
@@ -104,15 +104,9 @@ def test_reference_is_the_frozen_base_model(tiny_model_dir):
     assert plain.reference is None and plain.reference_digest() is None
 
 
-def odd_length_reward(answer, golds):
-    return float(len(answer) % 2)
-
-
 def test_run_shapes_scores_by_exactly_beta_times_kl(tiny_model_dir, math_rows, tmp_path):
     train = [r for r in math_rows if r["split"] == "train"]
-    trainer = Trainer(make_config(tiny_model_dir, **KL), math_suite(), "shared", "grpo", 0, train,
-                      tmp_path)
-    trainer.reward = odd_length_reward
+    trainer = make_trainer(make_config(tiny_model_dir, **KL), train, tmp_path)
     captured = []
     apply = trainer.shaping.apply_kl
 
@@ -149,15 +143,9 @@ def test_run_shapes_scores_by_exactly_beta_times_kl(tiny_model_dir, math_rows, t
     assert "reference" in steps[1]["time"]
 
 
-def strip(path):
-    return [{k: v for k, v in json.loads(l).items() if k not in VOLATILE}
-            for l in path.read_text().splitlines()]
-
-
 def crash_after_one_step(cfg, train, out):
     """Train one step, checkpoint it as the run loop would, and stop (a crash)."""
-    t = Trainer(cfg, math_suite(), "shared", "grpo", 0, train, out)
-    t.reward = odd_length_reward
+    t = make_trainer(cfg, train, out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "metrics.jsonl").write_text(json.dumps(t.train_step()) + "\n")
     t.save(checkpoint.step_dir(t.ckpt_root, 1))
@@ -168,17 +156,15 @@ def crash_after_one_step(cfg, train, out):
 def test_beta_and_reference_survive_checkpoint_and_resume(tiny_model_dir, math_rows, tmp_path):
     cfg = make_config(tiny_model_dir, steps=3, save_every=10, **KL)
     train = [r for r in math_rows if r["split"] == "train"]
-    straight = Trainer(cfg, math_suite(), "shared", "grpo", 0, train, tmp_path / "a")
-    straight.reward = odd_length_reward
+    straight = make_trainer(cfg, train, tmp_path / "a")
     straight.run()
     first = crash_after_one_step(cfg, train, tmp_path / "b")
     state = checkpoint.read_state(tmp_path / "b" / "checkpoints" / "step1")
     assert state["shaping"]["kl_beta"] != 0.5                       # beta moved in step 1
     assert state["shaping"]["reference"] == {"small": first.groups["small"].reference_digest()}
-    resumed = Trainer(cfg, math_suite(), "shared", "grpo", 0, train, tmp_path / "b")
-    resumed.reward = odd_length_reward
+    resumed = make_trainer(cfg, train, tmp_path / "b")
     assert resumed.run()["resumed_from"] == 1
-    a, b = strip(tmp_path / "a" / "metrics.jsonl"), strip(tmp_path / "b" / "metrics.jsonl")
+    a, b = stripped(tmp_path / "a" / "metrics.jsonl"), stripped(tmp_path / "b" / "metrics.jsonl")
     assert len(a) == 3 and a == b
     assert [m["kl_ctrl"]["beta"] for m in a][1] == state["shaping"]["kl_beta"]
 
@@ -194,7 +180,7 @@ def test_resume_refuses_a_changed_reference_model(tiny_model_dir, math_rows, tmp
     from safetensors.torch import load_file, save_file
     weights = load_file(str(model_dir / "model.safetensors"))
     save_file({k: v + 0.01 for k, v in weights.items()}, str(model_dir / "model.safetensors"))
-    trainer = Trainer(cfg, math_suite(), "shared", "grpo", 0, train, tmp_path / "run")
+    trainer = make_trainer(cfg, train, tmp_path / "run", reward=None)
     try:
         with pytest.raises(DrmasError, match="no usable checkpoint.*reference model differs"):
             trainer.resume()
@@ -204,8 +190,7 @@ def test_resume_refuses_a_changed_reference_model(tiny_model_dir, math_rows, tmp
 
 def test_off_by_default_leaves_no_trace(tiny_model_dir, math_rows, tmp_path):
     train = [r for r in math_rows if r["split"] == "train"]
-    t = Trainer(make_config(tiny_model_dir), math_suite(), "shared", "grpo", 0, train, tmp_path)
-    t.reward = odd_length_reward
+    t = make_trainer(make_config(tiny_model_dir), train, tmp_path)
     m = t.train_step()
     assert "kl_ctrl" not in m and "reference" not in m["time"]
     assert t.groups["small"].reference is None and t.shaping.state(t.groups) is None
@@ -222,7 +207,6 @@ def test_two_worker_group_scores_and_trains_like_one(tiny_model_dir, tmp_path):
 
     from drmas.config.profile import ResourceConfig
     from drmas.train.pool import make_groups, start_ray
-    from test_workers import AGENTS, make_rows as engine_rows
 
     s = TrainConfig(lr=1e-2, micro_batch_rows=2, max_response_tokens=8, lora_rank=4, lora_alpha=8,
                     **KL)

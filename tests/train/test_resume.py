@@ -10,29 +10,26 @@ import time
 from pathlib import Path
 
 import pytest
-import torch
-from safetensors.torch import load_file
 
 from drmas.train import checkpoint
-from drmas.train.trainer import VOLATILE
+from training import equal_weights, final_weights, stripped
 
-TESTS = Path(__file__).resolve().parents[1]   # tests/, where conftest.py lies
+TESTS = Path(__file__).resolve().parents[1]   # tests/, where conftest.py and training.py lie
 
 CHILD = """
 import json, sys
 sys.path.insert(0, {tests!r})
 import torch
-from conftest import make_config, math_suite
+from conftest import make_config
 from drmas.config.profile import ResourceConfig
-from drmas.train.trainer import Trainer
+from training import make_trainer
 
 torch.set_num_threads(1)
 torch.use_deterministic_algorithms(True, warn_only=True)
 model, rows, out, backend, steps = sys.argv[1:]
 cfg = make_config(model, steps=int(steps), save_every=1)
 cfg = type(cfg)(**{{**cfg.__dict__, "resources": ResourceConfig(backend=backend, num_cpus=1)}})
-t = Trainer(cfg, math_suite(), "nonshared", "drmas", 0, json.load(open(rows)), out)
-t.reward = lambda answer, golds: float(len(answer) % 2)
+t = make_trainer(cfg, json.load(open(rows)), out, "nonshared", "drmas")
 print(json.dumps(t.run()))
 """
 
@@ -63,18 +60,11 @@ def kill_after_checkpoint(proc, out: Path, k: int, timeout=300):
     proc.communicate()
 
 
-def stripped(path):
-    return [{k: v for k, v in json.loads(l).items() if k not in VOLATILE}
-            for l in path.read_text().splitlines()]
-
-
 def same_run(a: Path, b: Path):
     assert stripped(a / "metrics.jsonl") == stripped(b / "metrics.jsonl")
     assert len(stripped(a / "metrics.jsonl")) == STEPS
     for g in ("solver", "verifier"):
-        wa = load_file(str(a / "final" / g / "model.safetensors"))
-        wb = load_file(str(b / "final" / g / "model.safetensors"))
-        assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+        assert equal_weights(final_weights(a, g), final_weights(b, g))
 
 
 @pytest.fixture(scope="module")

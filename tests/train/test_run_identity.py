@@ -4,30 +4,13 @@ evaluates (or resumes from) the old weights."""
 import json
 from dataclasses import replace
 
-import torch
-from safetensors.torch import load_file
-
 from conftest import make_config, math_suite
 from drmas.config.stages import changed_keys, digest, train_key
-from drmas.train.trainer import Trainer
-
-
-def odd_length_reward(answer, golds):
-    return float(len(answer) % 2)
-
-
-def weights(run):
-    return load_file(str(run / "final" / "small" / "model.safetensors"))
-
-
-def same(a, b):
-    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+from training import equal_weights, final_weights, make_trainer, stripped
 
 
 def train(cfg, rows, out, capsys=None):
-    t = Trainer(cfg, math_suite(), "shared", "grpo", 0, rows, out)
-    t.reward = odd_length_reward
-    return t.run()
+    return make_trainer(cfg, rows, out).run()
 
 
 def test_changed_lr_then_steps_retrains_into_the_same_folder(tiny_model_dir, math_rows, tmp_path, capsys):
@@ -38,20 +21,20 @@ def test_changed_lr_then_steps_retrains_into_the_same_folder(tiny_model_dir, mat
     run = tmp_path / "run"
 
     s1 = train(first, rows, run)
-    w1 = weights(run)
+    w1 = final_weights(run)
     s2 = train(faster, rows, run)                 # same folder, another lr
     assert "another configuration" in capsys.readouterr().err
     assert s2["identity_hash"] != s1["identity_hash"] and s2["resumed_from"] is None
     train(faster, rows, tmp_path / "fresh_faster")
-    assert not same(weights(run), w1)
-    assert same(weights(run), weights(tmp_path / "fresh_faster"))
+    assert not equal_weights(final_weights(run), w1)
+    assert equal_weights(final_weights(run), final_weights(tmp_path / "fresh_faster"))
 
     s3 = train(shorter, rows, run)                # same folder, fewer steps
     out = capsys.readouterr().err
     assert "another configuration" in out and "train.solver.steps" in out
     train(shorter, rows, tmp_path / "fresh_shorter")
     assert s3["steps"] == 1 and json.loads((run / "summary.json").read_text())["steps"] == 1
-    assert same(weights(run), weights(tmp_path / "fresh_shorter"))
+    assert equal_weights(final_weights(run), final_weights(tmp_path / "fresh_shorter"))
     assert len((run / "metrics.jsonl").read_text().splitlines()) == 1
     recorded = json.loads((run / "summary.json").read_text())["identity_hash"]
     assert recorded == digest(json.loads((run / "checkpoints" / "identity.json").read_text()))
@@ -61,10 +44,10 @@ def test_same_configuration_reuses_the_finished_run(tiny_model_dir, math_rows, t
     rows = [r for r in math_rows if r["split"] == "train"]
     cfg = make_config(tiny_model_dir, steps=2, save_every=1)
     train(cfg, rows, tmp_path / "run")
-    before = weights(tmp_path / "run")
+    before = final_weights(tmp_path / "run")
     summary = train(cfg, rows, tmp_path / "run")
     assert summary["resumed_from"] == 2 and "another configuration" not in capsys.readouterr().err
-    assert same(weights(tmp_path / "run"), before)
+    assert equal_weights(final_weights(tmp_path / "run"), before)
 
 
 def test_checkpoints_of_another_configuration_are_not_resumed(tiny_model_dir, math_rows, tmp_path, capsys):
@@ -73,14 +56,12 @@ def test_checkpoints_of_another_configuration_are_not_resumed(tiny_model_dir, ma
     rows = [r for r in math_rows if r["split"] == "train"]
     cfg = make_config(tiny_model_dir, steps=2, save_every=1)
     ckpts = tmp_path / "ckpts"
-    t = Trainer(cfg, math_suite(), "shared", "grpo", 0, rows, tmp_path / "a", checkpoints=ckpts)
-    t.reward = odd_length_reward
+    t = make_trainer(cfg, rows, tmp_path / "a", checkpoints=ckpts)
     t.run()
     assert (ckpts / "step1" / "trainer.json").exists()
     shutil.rmtree(tmp_path / "a")                     # what Snakemake does before a rerun
     other = replace(cfg, train=replace(cfg.train, clip_high=0.28))
-    t = Trainer(other, math_suite(), "shared", "grpo", 0, rows, tmp_path / "a", checkpoints=ckpts)
-    t.reward = odd_length_reward
+    t = make_trainer(other, rows, tmp_path / "a", checkpoints=ckpts)
     summary = t.run()
     assert summary["resumed_from"] is None
     assert "train.solver.clip_high" in capsys.readouterr().err
@@ -94,21 +75,16 @@ def test_resume_after_the_run_folder_was_removed_restores_metrics(tiny_model_dir
     rows = [r for r in math_rows if r["split"] == "train"]
     cfg = make_config(tiny_model_dir, steps=3, save_every=1)
     ckpts = tmp_path / "ckpts"
-    t = Trainer(cfg, math_suite(), "shared", "grpo", 0, rows, tmp_path / "ref", checkpoints=tmp_path / "c0")
-    t.reward = odd_length_reward
+    t = make_trainer(cfg, rows, tmp_path / "ref", checkpoints=tmp_path / "c0")
     t.run()
-    t = Trainer(cfg, math_suite(), "shared", "grpo", 0, rows, tmp_path / "run", checkpoints=ckpts)
-    t.reward = odd_length_reward
+    t = make_trainer(cfg, rows, tmp_path / "run", checkpoints=ckpts)
     t.train = replace(t.train, steps=2)             # stops after step 2 (checkpoint at 1)
     t.run()
     shutil.rmtree(tmp_path / "run")
-    t = Trainer(cfg, math_suite(), "shared", "grpo", 0, rows, tmp_path / "run", checkpoints=ckpts)
-    t.reward = odd_length_reward
+    t = make_trainer(cfg, rows, tmp_path / "run", checkpoints=ckpts)
     assert t.run()["resumed_from"] == 1
-    strip = lambda p: [{k: v for k, v in json.loads(l).items() if k not in ("time", "tokens_per_s",
-                        "update_tokens_per_s", "memory")} for l in p.read_text().splitlines()]
-    assert strip(tmp_path / "run" / "metrics.jsonl") == strip(tmp_path / "ref" / "metrics.jsonl")
-    assert same(weights(tmp_path / "run"), weights(tmp_path / "ref"))
+    assert stripped(tmp_path / "run" / "metrics.jsonl") == stripped(tmp_path / "ref" / "metrics.jsonl")
+    assert equal_weights(final_weights(tmp_path / "run"), final_weights(tmp_path / "ref"))
 
 
 def test_train_key_names_what_changed(tiny_model_dir):

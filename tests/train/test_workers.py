@@ -4,27 +4,17 @@ import random
 
 import pytest
 import torch
-from safetensors.torch import load_file
 
 from drmas.config.profile import ResourceConfig, TrainConfig
 from drmas.rollout.base import Sampling
 from drmas.train.logprobs import length_chunks
 from drmas.train.workers import LocalGroup, minibatches, rank_chunks
-
-AGENTS = ["solver", "verifier"]
-
-
-def make_rows(group, n=7, seed=0):
-    """Real prompt/response ids and engine logprobs from `group`, random advantages."""
-    prompts = [[{"role": "user", "content": f"What is {i} + {i + 1}?"}] for i in range(n)]
-    gens = group.generate(prompts, Sampling(1.0, 1.0, 8), seed=seed)
-    rng = random.Random(seed)
-    return [{"agent": AGENTS[i % 3 == 0], "prompt_ids": g.prompt_ids,
-             "response_ids": g.response_ids, "logprobs": g.logprobs,
-             "advantage": rng.uniform(-1, 1)} for i, g in enumerate(gens)]
+from rows import AGENTS, engine_rows
+from training import equal_weights, load_weights
 
 
 def weights(group):
+    """A copy of the group's live state dict."""
     return {k: v.detach().clone() for k, v in group.model.state_dict().items()}
 
 
@@ -90,7 +80,7 @@ def test_fsdp2_two_workers_equal_one_worker(tiny_model_dir, tmp_path, recompute,
                     max_response_tokens=8, recompute_logprobs=recompute, lora_rank=lora,
                     lora_alpha=8)
     one = LocalGroup("g", tiny_model_dir, AGENTS, s)
-    rows = make_rows(one)
+    rows = engine_rows(one)
     one.save(tmp_path / "before", with_optimizer=False)
     m1 = one.update(rows, seed=5)
     one.save(tmp_path / "w1")
@@ -116,11 +106,11 @@ def test_fsdp2_two_workers_equal_one_worker(tiny_model_dir, tmp_path, recompute,
             g.close()
         pool.shutdown()
     assert info["world"] == 2 and info["lr"] == s.lr and info["lora_rank"] == lora
-    w0, w1, w2 = (load_file(str(tmp_path / d / "model.safetensors")) for d in ("before", "w1", "w2"))
+    w0, w1, w2 = (load_weights(tmp_path / d) for d in ("before", "w1", "w2"))
     assert set(w2) == set(w1)
     assert max(float((w1[k] - w2[k]).abs().max()) for k in w1) < 1e-5
     assert max(float((w1[k] - w0[k]).abs().max()) for k in w1) > 1e-4   # the step moved them
-    w1, w2 = (load_file(str(tmp_path / d / "model.safetensors")) for d in ("w1b", "w2b"))
+    w1, w2 = (load_weights(tmp_path / d) for d in ("w1b", "w2b"))
     assert max(float((w1[k] - w2[k]).abs().max()) for k in w1) < 1e-5
     for key in ("loss", "grad_norm", "grad_norm_max", "entropy"):
         assert m2[key] == pytest.approx(m1[key], rel=1e-5, abs=1e-7)
@@ -136,7 +126,7 @@ def test_per_agent_clip_fraction_and_kl(tiny_model_dir):
     (both PPO terms are 0) while the other, pushed hard, does."""
     s = TrainConfig(lr=5e-2, micro_batch_rows=2, ppo_mini_batches=3, max_response_tokens=8)
     group = LocalGroup("g", tiny_model_dir, AGENTS, s)
-    rows = make_rows(group, n=12)
+    rows = engine_rows(group, n=12)
     for r in rows:
         r["advantage"] = 0.0 if r["agent"] == "verifier" else 3.0 * (1 if len(r["response_ids"]) % 2 else -1)
     m = group.update(rows, seed=3)
@@ -157,7 +147,7 @@ def test_lora_trains_adapters_and_saves_merged_weights(tiny_model_dir, tmp_path)
     group = LocalGroup("g", tiny_model_dir, AGENTS, s)
     info = group.describe()
     assert 0 < info["trainable_params"] < info["params"] / 10 and info["lora_rank"] == 4
-    rows = make_rows(group)
+    rows = engine_rows(group)
     group.update(rows, seed=1)
     group.save(tmp_path / "ckpt")
     assert {"model.safetensors", "lora.safetensors", "optimizer.pt"} <= {
@@ -174,18 +164,16 @@ def test_lora_trains_adapters_and_saves_merged_weights(tiny_model_dir, tmp_path)
     resumed.load(tmp_path / "ckpt")
     group.update(rows, seed=2)
     resumed.update(rows, seed=2)
-    a, b = weights(group), weights(resumed)
-    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert equal_weights(weights(group), weights(resumed), same_keys=False)
 
 
 def test_save_load_roundtrip_is_exact(tiny_model_dir, tmp_path):
     s = TrainConfig(lr=1e-3, micro_batch_rows=4, ppo_mini_batches=2)
     group = LocalGroup("g", tiny_model_dir, AGENTS, s)
-    rows = make_rows(group)
+    rows = engine_rows(group)
     group.update(rows, seed=1)
     group.save(tmp_path / "ckpt")
     resumed = LocalGroup("g", tiny_model_dir, AGENTS, s)
     resumed.load(tmp_path / "ckpt")
     assert group.update(rows, seed=2) == resumed.update(rows, seed=2)
-    a, b = weights(group), weights(resumed)
-    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert equal_weights(weights(group), weights(resumed), same_keys=False)

@@ -111,7 +111,7 @@ def test_paper_profile_stands_alone(workflow):
     ("suites=[nosuch]", "benchmark file not found"),
     ("seeds=[0,x]", "seeds.1: 'x' is not of type 'integer'"),
     ("agents={solver: {group_n: 4}}", "agents.solver.group_n: a run-wide key"),
-    ("agents={sovler: {lr: 1.0e-5}}", "agents.sovler: no MAS has an agent 'sovler'"),
+    ("agents={sovler: {lr: 1.0e-5}}", "agents.sovler: no configured suite has an agent 'sovler'"),
     ("suite_overrides={nosuch: {train: {steps: 2}}}", "suite_overrides.nosuch: no benchmark 'nosuch'"),
     ("train={lr: .nan}", "train.lr: nan is not a finite number"),
     ("train={group_n: 2.0}", "train.group_n: 2.0 is not of type 'integer'"),

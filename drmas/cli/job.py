@@ -1,0 +1,59 @@
+"""What a job's arguments resolve to: the profile config (with the suite's overrides and
+`--threads` applied), the benchmark suite, torch's threads and determinism, the retriever
+of a searching suite, and the agent demonstrations of the warm start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def load_config(args):
+    """The profile config, with the `suite_overrides` of `--suite` (when the command takes
+    one) applied; `--threads` (Snakemake's grant for the job) overrides `threads`. Its
+    per-agent blocks must name agents some MAS has (the workflow checks this at parse time
+    against its suites; a command run by hand gets the same protection here)."""
+    import dataclasses
+
+    from drmas.config.profile import load
+    from drmas.config.suites import check_agents_exist
+
+    cfg = load(args.config)
+    check_agents_exist(cfg)
+    if getattr(args, "suite", None):
+        cfg = cfg.for_suite(load_suite(args).name)
+    threads = getattr(args, "threads", None)
+    return dataclasses.replace(cfg, threads=threads) if threads else cfg
+
+
+def load_suite(args):
+    """The benchmark suite of `--suite`."""
+    from drmas.config.suites import load_suite as load
+    from drmas.data.io import read_yaml
+
+    if Path(args.suite).is_file():      # a YAML syntax error: one line with file:line:column
+        read_yaml(args.suite, what="benchmark file")
+    return load(args.suite)
+
+
+def setup_torch(cfg) -> None:
+    """Threads and determinism for a job that runs beside others on a small machine."""
+    import torch
+
+    torch.set_num_threads(cfg.threads)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+def retriever(args, suite, cfg=None):
+    """The suite's retriever: `--index` in process, `--retriever-url`, or none."""
+    from drmas.rollout.mas import make_retriever_for
+
+    return make_retriever_for(suite, getattr(args, "index", None), getattr(args, "retriever_url", None),
+                              settings=cfg.retrieval if cfg is not None else None)
+
+
+def demonstrations(args, cfg, suite, rows, seed):
+    """The suite's agent demonstrations (role, messages, reply) on `rows`."""
+    from drmas.registry import DEMONSTRATIONS
+
+    return DEMONSTRATIONS.get(suite.mas)(rows, seed=seed, mistake_rate=cfg.warmstart.mistake_rate,
+                                         retriever=retriever(args, suite, cfg))

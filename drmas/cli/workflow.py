@@ -1,0 +1,192 @@
+"""The workflow stages the Snakemake rules run, one subcommand each: `prepare` (the suite's
+train/test JSONL), `tokenizer`, `warmstart` (SFT of a tiny model), `train` (one RL run) and
+`evaluate` (samples.jsonl, scores.json)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from drmas.cli.arguments import add_command
+from drmas.cli.job import demonstrations, load_config, load_suite, retriever, setup_torch
+from drmas.errors import ConfigError, DataError
+
+DATA_HELP = "prepared data folder (train.jsonl, test.jsonl from `drmas prepare`)"
+ASSIGNMENT_HELP = "agent -> model assignment, a name from the config's assignments:"
+
+
+def cmd_prepare(args) -> None:
+    from drmas.data.io import validate_prepared, write_jsonl
+    from drmas.data.prepare import prepare_corpus, prepare_rows
+
+    cfg, suite = load_config(args), load_suite(args)
+    key = cfg.dataset_key(suite.name)
+    spec = suite.data_spec(key)
+    rows = prepare_rows(spec, seed=args.seed)
+    out = Path(args.out)
+    docs = prepare_corpus(spec, seed=args.seed)
+    if docs is None and suite.retrieval:
+        raise ConfigError(f"benchmark {suite.name!r}: datasets entry {key!r} names no corpus to "
+                          "search; add `corpus: {source: NAME}` (a hub corpus such as wiki18, or "
+                          "any JSONL with `path: FILE`)")
+    written = [0]
+
+    def counted(items):
+        for item in items:
+            written[0] += 1
+            yield item
+
+    # streamed: a hub corpus (wiki-18: 21M passages) is never held whole
+    write_jsonl(out / "corpus.jsonl", counted(docs or []))  # empty when the suite searches nothing
+    if suite.retrieval and not written[0]:
+        raise DataError(f"benchmark {suite.name!r}: the corpus of datasets entry {key!r} has no "
+                        f"passages ({out / 'corpus.jsonl'})")
+    print(f"corpus: {written[0]} documents -> {out / 'corpus.jsonl'}")
+    for split in ("train", "test"):
+        part = [r for r in rows if r["split"] == split]
+        validate_prepared(part, out / f"{split}.jsonl")
+        write_jsonl(out / f"{split}.jsonl", part)
+        print(f"{split}: {len(part)} rows -> {out / f'{split}.jsonl'}")
+
+
+def cmd_tokenizer(args) -> None:
+    from drmas.data.io import read_prepared
+    from drmas.models.tiny import train_tokenizer
+
+    cfg, suite = load_config(args), load_suite(args)
+    rows = read_prepared(Path(args.data) / "train.jsonl")
+    traces = demonstrations(args, cfg, suite, rows, seed=0)
+    # the role names of the chat template are text too: "user\n…", "assistant\n…"
+    texts = (f"{m[-1]['role']}\n{m[-1]['content']}\nassistant\n{r}" for _, m, r in traces)
+    tok = train_tokenizer(texts, cfg.tokenizer.vocab_size)
+    tok.save_pretrained(args.out)
+    print(f"tokenizer ({len(tok)} tokens) -> {args.out}")
+
+
+def _check_warmstart_model(cfg, args) -> None:
+    if args.model not in cfg.models:
+        raise ConfigError(f"unknown model {args.model!r}; the config's models: "
+                          f"{', '.join(cfg.models)}")
+    if cfg.models[args.model].kind != "tiny":
+        raise ConfigError(f"model {args.model!r} is {cfg.models[args.model].kind}: only tiny "
+                          "models are warm-started")
+    if not Path(args.tokenizer).is_dir():
+        raise DataError(f"{args.tokenizer}: tokenizer folder not found (`drmas tokenizer` "
+                        "writes it)")
+
+
+def cmd_warmstart(args) -> None:
+    from drmas.data.io import read_prepared
+    from drmas.models.tiny import load_tokenizer, tiny_model
+    from drmas.train.sft import sft
+
+    cfg, suite = load_config(args), load_suite(args)
+    _check_warmstart_model(cfg, args)
+    rows = read_prepared(Path(args.data) / "train.jsonl")
+    setup_torch(cfg)
+    w = cfg.warmstart_for(args.model)
+    spec = cfg.models[args.model]
+    roles = cfg.roles_of(args.model, suite.agents)
+    if not roles:
+        raise ConfigError(f"model {args.model!r} plays no agent of suite {suite.name!r} in the "
+                          f"assignments {cfg.assignments}: nothing to warm-start")
+    traces = [t for t in demonstrations(args, cfg, suite, rows, seed=args.seed) if t[0] in roles]
+    print(f"warm start {args.model} on {len(traces)} traces of {', '.join(roles)}")
+    tok = load_tokenizer(args.tokenizer)
+    model = tiny_model(spec, len(tok), seed=args.seed)
+    dtype = args.dtype or w.dtype
+    losses = sft(model, tok, traces, steps=w.steps, batch_size=w.batch_size, lr=w.lr,
+                 seed=args.seed, desc=f"warmstart {suite.name}/{args.model}", dtype=dtype)
+    model.save_pretrained(args.out, safe_serialization=True)
+    tok.save_pretrained(args.out)
+    (Path(args.out) / "sft_losses.json").write_text(json.dumps(losses))
+    print(f"warm-started {args.model}: loss {losses[0]:.3f} -> {losses[-1]:.3f}; saved to {args.out}")
+
+
+def cmd_train(args) -> None:
+    from drmas.data.io import read_prepared
+    from drmas.train.trainer import Trainer
+
+    cfg, suite = load_config(args), load_suite(args)
+    rows = read_prepared(Path(args.data) / "train.jsonl")
+    setup_torch(cfg)
+    cfg = cfg.for_method(args.method)
+    Trainer(cfg, suite, args.assignment, args.method, args.seed, rows, args.out,
+            retriever=retriever(args, suite, cfg), checkpoints=args.checkpoints).run()
+
+
+def cmd_evaluate(args) -> None:
+    from drmas.cli import inputs as checks
+    from drmas.data.io import read_prepared
+    from drmas.evaluation.runner import evaluate, group_paths, reuse_base
+
+    cfg, suite = load_config(args), load_suite(args)
+    if args.same_as and args.run:
+        raise ConfigError("--same-as reuses a base evaluation; it cannot go with --run")
+    meta = {"suite": suite.name, "assignment": args.assignment, "seed": args.seed,
+            "method": checks.check_trained_run(args.run) if args.run else "base"}
+    if meta["method"] != "base":            # the run's own settings (e.g. response budgets)
+        cfg = cfg.for_method(meta["method"])
+    if args.same_as:
+        checks.check_eval_dir(args.same_as)
+        scores = reuse_base(cfg, suite, args.same_as, args.out, meta)
+    else:
+        rows = read_prepared(Path(args.data) / "test.jsonl")
+        checks.check_model_dirs(p for p, *_ in group_paths(cfg, suite, args.assignment,
+                                                             args.run).values())
+        setup_torch(cfg)
+        scores = evaluate(cfg, suite, args.assignment, rows, args.out, run_dir=args.run,
+                          seed=args.seed, meta=meta, retriever=retriever(args, suite, cfg))
+    print(json.dumps(scores["overall"]))
+
+
+def _add_data_commands(sub) -> None:
+    sp = add_command(sub, "prepare", cmd_prepare, "write the suite's train/test JSONL")
+    sp.add_argument("--out", required=True, help="output folder")
+    sp.add_argument("--seed", type=int, default=0, help="generator seed")
+
+    sp = add_command(sub, "tokenizer", cmd_tokenizer, search=True,
+                     help_="train the tiny profile's BPE tokenizer on task text")
+    sp.add_argument("--data", required=True, help=DATA_HELP)
+    sp.add_argument("--out", required=True, help="tokenizer folder to write")
+
+
+def _add_model_commands(sub) -> None:
+    sp = add_command(sub, "warmstart", cmd_warmstart, search=True,
+                     help_="build a tiny model and SFT it on agent demonstrations")
+    sp.add_argument("--data", required=True, help=DATA_HELP)
+    sp.add_argument("--tokenizer", required=True, help="tokenizer folder (from `drmas tokenizer`)")
+    sp.add_argument("--model", required=True, help="model name from the config's models:")
+    sp.add_argument("--out", required=True, help="model folder to write")
+    sp.add_argument("--seed", type=int, default=0, help="seed of the model's init and the SFT order")
+    sp.add_argument("--dtype", choices=["auto", "float32", "bfloat16"], default=None,
+                    help="warm-start precision (default: the config's warmstart dtype, else auto)")
+
+    sp = add_command(sub, "train", cmd_train, search=True,
+                     help_="one RL run (assignment x method x seed)")
+    sp.add_argument("--data", required=True, help=DATA_HELP)
+    sp.add_argument("--assignment", required=True, help=ASSIGNMENT_HELP)
+    sp.add_argument("--method", required=True,
+                    help="advantage method: grpo, drmas or an ablation (the config's methods:)")
+    sp.add_argument("--seed", type=int, required=True, help="run seed (sampling and updates)")
+    sp.add_argument("--out", required=True, help="run folder")
+    sp.add_argument("--checkpoints", default=None, metavar="DIR",
+                    help="checkpoint folder (default: OUT/checkpoints); the newest intact "
+                         "checkpoint of the same configuration is resumed")
+
+    sp = add_command(sub, "evaluate", cmd_evaluate, search=True,
+                     help_="n samples per test problem -> samples.jsonl, scores.json")
+    sp.add_argument("--data", required=True, help=DATA_HELP)
+    sp.add_argument("--assignment", required=True, help=ASSIGNMENT_HELP)
+    sp.add_argument("--run", default=None, help="run folder (omit to evaluate the base models)")
+    sp.add_argument("--same-as", default=None, metavar="EVAL_DIR",
+                    help="base only: copy this eval folder of an assignment with the same base "
+                         "models (the workflow's twin: Config.base_twin)")
+    sp.add_argument("--seed", type=int, default=0, help="sampling seed")
+    sp.add_argument("--out", required=True, help="eval folder to write")
+
+
+def add_commands(sub) -> None:
+    """prepare, tokenizer, warmstart, train, evaluate (in this order in `drmas --help`)."""
+    _add_data_commands(sub)
+    _add_model_commands(sub)
