@@ -1,5 +1,6 @@
 """Shared fixtures: a tiny tokenizer + random Qwen2 model saved to disk (seconds to build),
-a generated corpus and its real pyserini BM25 index (built once per session)."""
+a generated corpus and its real pyserini BM25 index (built once per session), its searcher
+and the retrieval service over it."""
 
 from __future__ import annotations
 
@@ -19,16 +20,24 @@ def math_rows():
     return generate({"arith-1": {"level": 1}, "arith-2": {"level": 2}}, 200, 10, seed=0)
 
 
+def math_tokenizer(math_rows):
+    """The tiny models' tokenizer: 320 tokens trained on the math warm-start traces of the
+    train rows of `math_rows`."""
+    from drmas.models.tiny import train_tokenizer
+
+    traces = math_traces([r for r in math_rows if r["split"] == "train"], seed=0, mistake_rate=0.3)
+    return train_tokenizer((m[-1]["content"] + "\n" + r for _, m, r in traces), 320)
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory, math_rows):
     """A saved tokenizer + randomly initialised tiny Qwen2 model (no training)."""
     import torch
 
-    from drmas.models.tiny import tiny_model, train_tokenizer
+    from drmas.models.tiny import tiny_model
 
     torch.set_num_threads(1)
-    traces = math_traces([r for r in math_rows if r["split"] == "train"], seed=0, mistake_rate=0.3)
-    tok = train_tokenizer((m[-1]["content"] + "\n" + r for _, m, r in traces), 320)
+    tok = math_tokenizer(math_rows)
     model = tiny_model(SMALL, len(tok), seed=0)
     path = tmp_path_factory.mktemp("tiny_model")
     model.save_pretrained(path)
@@ -89,6 +98,15 @@ def searcher(bm25_index):
 
     with BM25Searcher(bm25_index[1]) as s:
         yield s
+
+
+@pytest.fixture(scope="module")
+def service(searcher):
+    """The retrieval service over `searcher` on a free port of 127.0.0.1, one per module."""
+    from drmas.retrieval.server import RetrievalServer
+
+    with RetrievalServer(searcher, port=0, threads=2).start() as server:
+        yield server
 
 
 @pytest.fixture

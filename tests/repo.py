@@ -5,8 +5,11 @@ results/ never touch the checkout's."""
 
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
+
+import streaming
 
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOW = ("Snakefile", "rules", "config", "benchmarks", "envs")    # what a workflow run reads
@@ -26,6 +29,18 @@ def snakemake_bin() -> str:
     """This venv's snakemake (the one that sees this venv's drmas), else the PATH's."""
     exe = BIN / "snakemake"
     return str(exe) if exe.exists() else "snakemake"
+
+
+def snakemake(workdir, *args, env=None, timeout: float = 300, capsys=None,
+              label: str = "") -> subprocess.CompletedProcess:
+    """This venv's Snakemake run in `workdir` with `args` (environment `env`, None: this
+    process's), its output captured as text; with `capsys`, a long run's progress lines are
+    relayed to the terminal as it goes (streaming.run, tagged `label`)."""
+    cmd = [snakemake_bin(), *args]
+    if capsys is not None:
+        return streaming.run(cmd, workdir, env, capsys, timeout, label=label)
+    return subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True,
+                          timeout=timeout)
 
 
 def workflow_env() -> dict:

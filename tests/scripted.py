@@ -17,6 +17,22 @@ MATH_VERIFIER_ROLE = (
     "(1) <verify>approve</verify> if all steps and the final answer are correct.\n"
     "(2) <verify>reject</verify> if you detect any issue.\n")
 
+# Upstream's math team context for the problem "Compute 2 + 3 * 4." and its Solver role.
+MATH_ENV = ("You are a member of an expert multi-agent team tasked with solving the math problem.\n"
+            "The team's math problem is: Compute 2 + 3 * 4.\n")
+SOLVER_ROLE = (
+    'You are a "Solver Agent". Your job is to carefully reason through the math problem step '
+    "by step and derive the correct answer. When reasoning, consider your teammates' outputs "
+    "(if any) as auxiliary context. \n\nYou should give the final answer within \\boxed{}.\n")
+
+
+def math_prompt(team: str, role: str) -> list[dict]:
+    """An upstream math agent's messages: the system message, then the MATH_ENV task, the
+    teammates' outputs `team` and the agent's `role`."""
+    user = ("\n# Task Introduction\n" + MATH_ENV + "\n\n# Your Teammates' Outputs\n" + team
+            + "\n\n# Your Role\n" + role)
+    return [SYSTEM, {"role": "user", "content": user}]
+
 
 def recording(outputs: dict[str, list[str]]):
     """An act() replying from per-agent output queues; records (agent, messages) per call."""

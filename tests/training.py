@@ -1,8 +1,9 @@
 """Training runs on the tiny fixture model: the reward that gives a random model's answers
-variance, one Trainer factory, and what two runs are compared by (metrics.jsonl without its
-timings, saved safetensors weights)."""
+variance, one Trainer factory, a worker group of two Ray workers, and what two runs are
+compared by (metrics.jsonl without its timings, saved safetensors weights)."""
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -26,6 +27,23 @@ def make_trainer(cfg, rows, out, assignment="shared", method="grpo", *, suite=No
     if reward is not None:
         trainer.reward = reward
     return trainer
+
+
+@contextmanager
+def two_worker_group(model_dir, agents, settings):
+    """Group "g" of `agents` on `model_dir` with W = 2 Ray workers (FSDP2; Ray must be
+    running); its groups and pool are closed on exit."""
+    from drmas.config.profile import ResourceConfig
+    from drmas.train.pool import make_groups
+
+    groups, pool = make_groups({"g": {"agents": agents, "settings": settings}}, {"g": model_dir},
+                               ResourceConfig(backend="ray", workers_per_group=2, num_cpus=2), 1)
+    try:
+        yield groups["g"]
+    finally:
+        for g in groups.values():
+            g.close()
+        pool.shutdown()
 
 
 def stripped(path):

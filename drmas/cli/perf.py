@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from drmas.cli.arguments import OneLineParser, add_command, positive
+from drmas.cli.arguments import OneLineParser, add_command, int_at_least, positive
 from drmas.errors import ConfigError
 
 NAMED_MODELS = ("tiny", "small", "medium", "smol")
@@ -123,8 +123,9 @@ def add_commands(sub) -> None:
                      "vectorised advantage estimator vs a row loop in the paper code's style, "
                      "rows/s (ratio: vectorised / loop)")
     mode.set_defaults(fn=perf_advantages)
-    mode.add_argument("--rows", type=positive, default=1_000_000,
-                      help="rows of the synthetic batch (default: 1,000,000)")
+    mode.add_argument("--rows", type=int_at_least(1, 20_000_000), default=1_000_000,
+                      help="rows of the synthetic batch (default: 1,000,000; at most 2x10^7, "
+                           "about 6 GB of memory: 2x10^6 rows took 0.6 GB)")
     mode.add_argument("--seed", type=int, default=0, help="seed of the synthetic batch")
 
     _add_retrieval_options(_add_mode(

@@ -10,6 +10,7 @@ from typing import Any, Iterable
 
 import yaml
 
+from drmas.data.bounded_yaml import load_bounded
 from drmas.data.io import read_yaml as _read_yaml
 from drmas.errors import ConfigError
 
@@ -38,7 +39,7 @@ def parse_overrides(entries: Iterable[str]) -> dict:
         if not sep or not key.strip():
             raise ConfigError(f"override {entry!r}: expected KEY=VALUE")
         try:
-            parsed = yaml.safe_load(value) if value.strip() else None
+            parsed = load_bounded(value, f"override {key.strip()}=...") if value.strip() else None
         except yaml.YAMLError as exc:
             raise ConfigError(f"override {entry!r}: value is not valid YAML "
                               f"({getattr(exc, 'problem', None) or exc})") from None

@@ -233,7 +233,8 @@ class Config:
     assignments: list[str] = opt(help="keys of assignment_defs to run", minItems=1)
     models: dict[str, ModelSpec] = opt(help="base models by name", minProperties=1)
     assignment_defs: dict[str, Assignment] = opt(help="agent -> model assignments by name")
-    seeds: list[int] = opt(factory=lambda: [0], help="one run per seed", minItems=1)
+    seeds: list[int] = opt(factory=lambda: [0], help="one run per seed", minItems=1,
+                           items={"type": "integer", "minimum": 0, "maximum": 2**31 - 1})
     methods: list[str] = opt(factory=lambda: ["grpo", "drmas"], minItems=1,
                              items={"type": "string", "pattern": "^[A-Za-z0-9_.-]+$"},
                              help=f"methods to run: an advantage estimator ({', '.join(ESTIMATORS)}) or a name from method_defs")
@@ -464,6 +465,25 @@ def _check(raw: dict) -> None:
             if spec["hidden_size"] % spec["heads"]:
                 raise ConfigError(f"config: models.{name}: hidden_size {spec['hidden_size']} is "
                                   f"not a multiple of heads {spec['heads']}")
+            params = tiny_parameters(spec, (raw.get("tokenizer") or {}).get("vocab_size", 1024))
+            if params > MAX_TINY_PARAMETERS:
+                raise ConfigError(f"config: models.{name}: a tiny model of {params / 1e6:,.0f}M "
+                                  f"parameters ({params * 16 / 2**30:,.0f} GiB with AdamW states "
+                                  f"in float32) is not tiny; the cap is {MAX_TINY_PARAMETERS / 1e6:,.0f}M "
+                                  "(use kind: pretrained for a real model)")
+
+
+#: a tiny model is built and trained from scratch on this machine: beyond this many
+#: parameters (2 GiB of float32 weights, 8 GiB with AdamW states) a typo in a width would
+#: only show as an out-of-memory kill minutes into a warm start
+MAX_TINY_PARAMETERS = 500_000_000
+
+
+def tiny_parameters(spec: dict, vocab_size: int) -> int:
+    """About how many parameters a tiny Qwen2 model of `spec` has (embeddings and output
+    layer untied, attention and MLP per layer; norms and biases left out)."""
+    h, i = spec["hidden_size"], spec["intermediate_size"]
+    return spec["layers"] * (4 * h * h + 3 * h * i) + 2 * vocab_size * h
 
 
 def converted_folder(profile: str, path: str) -> str | None:

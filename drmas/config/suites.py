@@ -61,11 +61,20 @@ def load_suite(path: str | Path) -> Suite:
     validate(raw, suite_schema(), what=str(path))
     from drmas.registry import MAS
 
+    from drmas.data.prepare import check_names
+    from drmas.registry import REWARDS
+
+    for key, registry in (("mas", MAS), ("reward", REWARDS)):
+        if raw[key] not in registry:
+            raise ConfigError(f"{path}: {key}: unknown {registry.kind} {raw[key]!r}; "
+                              f"known: {', '.join(registry.names())}")
     roles = MAS.get(raw["mas"]).agents
     for agent in raw["agents"]:
         if agent not in roles:
             raise ConfigError(f"{path}: agents: unknown agent {agent!r} for MAS {raw['mas']!r}; "
                               f"known: {', '.join(roles)}")
+    for key, spec in raw["datasets"].items():
+        check_names(spec, f"{path}: datasets.{key}")
     return Suite(**raw)
 
 

@@ -3,7 +3,8 @@
 Every prepared dataset, rollout dump and eval sample file is JSONL. A broken line should say
 which file and which line, in one line of text, not raise a JSONDecodeError traceback from
 deep inside a training run; a half-written file (a killed job) should never look finished,
-so writes go to a temporary file that is renamed into place. The commands that compute
+so writes go to a temporary file that is renamed into place (`atomic_path`, `atomic_dir`:
+every file and folder drmas writes as a result goes through them). The commands that compute
 (`drmas train`, `evaluate`, `warmstart`) check their rows with `read_prepared` before any
 model is built, so a bad row costs a second, not a partial run.
 """
@@ -12,14 +13,16 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
+import shutil
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import yaml
 
-from drmas.errors import ConfigError, DataError
+from drmas.data.bounded_yaml import load_bounded
+from drmas.errors import FILE_SYSTEM_ERRNOS, ConfigError, DataError
 
 PREPARED_FIELDS = ("id", "data_source", "question", "answers", "split")
 
@@ -82,11 +85,12 @@ def read_json(path, required: Sequence[str] = (), what: str = "JSON file") -> di
 
 def read_yaml(path, what: str = "YAML file") -> Any:
     """The YAML document in `path`; a syntax error is one ConfigError line naming
-    file:line:column and the problem (for config, benchmark and run YAML files alike)."""
+    file:line:column and the problem (for config, benchmark and run YAML files alike), and a
+    document too large or with too many aliases is refused (`bounded_yaml`)."""
     path = Path(path)
     text = _read_text(path, what, error=ConfigError)
     try:
-        return yaml.safe_load(text)
+        return load_bounded(text, str(path))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
@@ -119,17 +123,141 @@ def _object(value, where: str, required: Sequence[str], missing_text: str) -> di
 
 
 def write_jsonl(path, rows: Iterable[dict]) -> None:
-    """Write rows atomically: a temporary file in the same folder, then a rename."""
+    """Write rows atomically (`atomic_path`): `path` appears only once every row is written."""
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as out:
+        for row in rows:
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+# -- atomic writes ---------------------------------------------------------------------------
+# A job killed, or a disk that fills, mid-write must never leave a file or folder under its
+# final name that looks finished: Snakemake (and a user rerunning by hand) would take it as
+# the output and the next stage would read half a corpus or a model without its weights. So
+# everything is written beside its final name under a hidden temporary name in the same
+# folder (a rename within one file system is atomic) and renamed into place only when the
+# write succeeded; on any error the temporary is removed and whatever was there before is
+# left as it was. Nothing is fsynced: these outputs are rebuilt by rerunning their job, and
+# what stands for hours of compute (checkpoints, train/checkpoint.py) flushes its own files.
+# Temporary files and folders are created with the usual permissions (0666/0777 less the
+# umask, as a plain `open` would), not mkstemp's owner-only ones: results trees are shared.
+
+def _sibling(path: Path, suffix: str) -> Path:
+    """A hidden name beside `path`, `.<name>.<random><suffix>`, that nothing has yet."""
+    while True:
+        candidate = path.with_name(f".{path.name}.{secrets.token_hex(4)}{suffix}")
+        if not os.path.lexists(candidate):
+            return candidate
+
+
+def _fresh_sibling(path: Path, suffix: str, make) -> Path:
+    """A new hidden name beside `path` (`_sibling`), created by `make` (which fails on an
+    existing name): two writers of one path (two jobs, a job and a user) never share one."""
+    while True:
+        try:
+            candidate = _sibling(path, suffix)
+            make(candidate)
+            return candidate
+        except FileExistsError:
+            continue
+
+
+def _create_file(path: Path) -> None:
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _blame_final(exc: BaseException, path: Path, tmp: Path | None) -> None:
+    """Make a file-system OSError raised while writing `path` through its temporary `tmp`
+    name `path` (what the user asked for) instead of the temporary, or name it at all (a
+    full disk's write error carries no file name), and mark it as a write: the CLI turns it
+    into one line (`errors.environment_line`). A file name outside the temporary (a folder
+    that could not be created) is kept: it is the cause."""
+    if not isinstance(exc, OSError) or exc.errno not in FILE_SYSTEM_ERRNOS:
+        return
+    exc.drmas_action = "write"
+    if exc.filename is None:
+        exc.filename = str(path)
+    folder, hidden = str(path.parent.absolute()), f".{path.name}."
+    temps = {str(tmp), str(tmp.absolute())} if tmp is not None else set()
+    for attr in ("filename", "filename2"):
+        name = getattr(exc, attr)
+        if not isinstance(name, (str, os.PathLike)):
+            continue
+        name = os.fspath(name)
+        inside = next((t for t in temps if name == t or name.startswith(t + os.sep)), None)
+        if inside is not None:
+            setattr(exc, attr, str(path) + name[len(inside):])
+        elif (os.path.basename(name).startswith(hidden)            # a temporary not made
+              and os.path.dirname(os.path.abspath(name)) == folder):
+            setattr(exc, attr, str(path))
+
+
+@contextmanager
+def atomic_path(path) -> Iterator[Path]:
+    """Yield a temporary path beside `path` (same folder, hidden name, an empty file already
+    there) for the block to write; rename it onto `path` when the block succeeds, remove it
+    when the block (or the rename) fails, leaving any older `path` as it was. The folder is
+    created if missing. The temporary's name ends in `.tmp`: a writer that picks a format
+    from the file name (`savefig`, `np.save`) must be told the format.
+
+        with atomic_path(out / "table.csv") as tmp:
+            frame.to_csv(tmp)
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            for row in rows:
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = _fresh_sibling(path, ".tmp", _create_file)
+        yield tmp
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as exc:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+        _blame_final(exc, path, tmp)
+        raise
+
+
+def atomic_write_text(path, text: str, encoding: str | None = None) -> None:
+    """`Path(path).write_text(text, encoding)`, atomically (`atomic_path`): the same bytes."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding=encoding)
+
+
+@contextmanager
+def atomic_dir(path) -> Iterator[Path]:
+    """Yield a fresh, empty folder beside `path` (`.<name>.<random>.partial`) for the block
+    to fill (`save_pretrained` writes a model as several files, config.json first, so a
+    model folder cut short would look like a model); when the block succeeds it replaces
+    `path` (an older folder there is moved aside, then deleted; put back if the last rename
+    fails), when it fails it is deleted and an older `path` is left as it was."""
+    path = Path(path)
+    partial = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = _fresh_sibling(path, ".partial", os.mkdir)
+        yield partial
+        old = None
+        if os.path.lexists(path):
+            old = _sibling(path, ".old")
+            os.rename(path, old)
+        try:
+            os.rename(partial, path)
+        except BaseException:
+            if old is not None:
+                os.rename(old, path)
+            raise
+        if old is not None:
+            _remove(old)
+    except BaseException as exc:
+        if partial is not None:
+            _remove(partial)
+        _blame_final(exc, path, partial)
         raise
 
 

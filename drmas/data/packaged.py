@@ -18,6 +18,11 @@ def _loaders() -> dict[str, Callable[..., list[dict]]]:
             "fanoutqa": wiki.fanoutqa_rows, "wiki_desc": wiki.wiki_desc_rows}
 
 
+def packaged_loaders() -> dict[str, Callable[..., list[dict]]]:
+    """The packaged datasets by name (`source: NAME, path: package`)."""
+    return _loaders()
+
+
 def corpus_loaders() -> dict[str, Callable[[], list[dict]]]:
     return {"wiki_offline": wiki.passages}
 

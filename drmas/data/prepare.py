@@ -16,6 +16,43 @@ from drmas.errors import ConfigError
 from drmas.registry import CORPORA, GENERATORS
 
 
+def check_names(spec: dict, where: str) -> None:
+    """Every name a `datasets:` entry gives, resolved without loading anything: the
+    generator, each hub or packaged source, the corpus. A ConfigError line names the key
+    (`where` is its path, e.g. `benchmarks/math.yaml: datasets.default`), so the workflow
+    refuses a typo when it parses, not when the first job reaches the name."""
+    kind = spec.get("kind")
+    if kind == "generated":
+        _known(GENERATORS.names(), spec.get("generator"), f"{where}.generator", "generator")
+        return
+    if kind != "hub":
+        return                               # the schema names the kinds
+    from drmas.data.hub import CORPUS_SOURCES, SOURCES
+    from drmas.data.packaged import corpus_loaders, packaged_loaders
+
+    for split in ("train", "test"):
+        for i, src in enumerate(spec.get(split) or []):
+            if not isinstance(src, dict) or "source" not in src:
+                raise ConfigError(f"{where}.{split}[{i}]: each entry needs `source:`, got {src!r}")
+            if src.get("path") == "package":
+                _known(packaged_loaders(), src["source"], f"{where}.{split}[{i}].source", "packaged dataset")
+            elif src.get("path") is None:
+                _known(SOURCES, src["source"], f"{where}.{split}[{i}].source", "dataset",
+                       " (or give a local path:)")
+    corpus = spec.get("corpus")
+    if isinstance(corpus, dict) and isinstance(corpus.get("source"), str):
+        if corpus.get("path") == "package":
+            _known(corpus_loaders(), corpus["source"], f"{where}.corpus.source", "packaged corpus")
+        elif corpus.get("path") is None:
+            _known(CORPUS_SOURCES, corpus["source"], f"{where}.corpus.source", "corpus",
+                   " (or give a local path:, or path: package)")
+
+
+def _known(names, name, where: str, what: str, hint: str = "") -> None:
+    if name not in names:
+        raise ConfigError(f"{where}: unknown {what} {name!r}; known: {', '.join(sorted(names))}{hint}")
+
+
 def prepare_corpus(spec: dict, seed: int) -> Iterable[dict] | None:
     """The corpus documents a suite searches (generated, or a hub entry's `corpus:`, which
     may be a lazy stream: wiki-18 is 21M passages), or None when it names none."""

@@ -41,7 +41,7 @@ class LocalService:
         port = free_port()
         self._log = tempfile.TemporaryFile()
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "drmas.cli.main", "serve", "--index", str(index_dir),
+            [sys.executable, "-m", "drmas.cli", "serve", "--index", str(index_dir),
              "--host", "127.0.0.1", "--port", str(port), "--jvm-heap", str(jvm_heap),
              "--threads", str(int(threads))],
             stdout=self._log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)

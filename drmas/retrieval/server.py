@@ -4,6 +4,10 @@
         -> {"result": [[{"document": {"id": …, "contents": "Title\\ntext"}, "score": …}, …]],
             "errors": [{"query": 1, "error": "…"}]}
            (with "return_scores": false, each inner list holds the documents themselves)
+    POST /retrieve  {"query": "…", "topk": 3, "return_scores": true}
+        -> the same body with one inner list: the single-query form that the paper's search
+           tool (SkyRL's `call_search_api`) posts, answered as its server does (`result[0]`
+           holds the query's documents)
     GET  /health    -> {"status": "ok", "num_docs": N, "kind": "bm25" | "dense",
                         "jvm_max_heap_mb": the JVM's heap cap}
 
@@ -36,7 +40,7 @@ from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from starlette.exceptions import HTTPException
 
 from drmas.errors import DrmasError
@@ -53,13 +57,26 @@ MAX_BATCH_QUERIES = 64
 
 
 class RetrieveRequest(BaseModel):
-    """The body of POST /retrieve (Search-R1's fields; others are ignored)."""
+    """The body of POST /retrieve: Search-R1's batch (`queries`) or the paper's search tool's
+    single `query`, exactly one of them (other fields are ignored)."""
 
     model_config = ConfigDict(strict=True, extra="ignore")
 
-    queries: list[str] = Field(max_length=MAX_QUERIES, description="search queries")
+    queries: list[str] | None = Field(default=None, max_length=MAX_QUERIES, description="search queries (Search-R1's batch form)")
+    query: str | None = Field(default=None, description="one search query (the paper's search tool's form)")
     topk: int | None = Field(default=3, ge=1, le=MAX_TOPK, description="hits per query")
     return_scores: bool = Field(default=False, description="wrap each document with its score")
+
+    @model_validator(mode="after")
+    def _one_form(self) -> "RetrieveRequest":
+        if (self.queries is None) == (self.query is None):
+            raise ValueError("give either 'queries' (a list of strings) or 'query' (one string), not both or neither")
+        return self
+
+    @property
+    def batch(self) -> list[str]:
+        """The queries to search, whichever form the request used."""
+        return self.queries if self.queries is not None else [self.query]
 
 
 def parse_request(body: bytes) -> RetrieveRequest:
@@ -78,7 +95,9 @@ def _describe(err: ValidationError) -> str:
             if "hex escape" in reason or "surrogate" in reason else ""
         return f"body is not valid JSON: {reason}{hint}"
     if not first["loc"]:
-        return "body must be a JSON object {\"queries\": [...], \"topk\": k}"
+        if first["type"] == "value_error":     # _one_form: neither or both forms
+            return first["msg"].removeprefix("Value error, ")
+        return "body must be a JSON object {\"queries\": [...], \"topk\": k} or {\"query\": \"...\", \"topk\": k}"
     name, *rest = first["loc"]
     where = f"'{name}'" + "".join(f"[{part}]" for part in rest)
     more = f" (and {err.error_count() - 1} more errors)" if err.error_count() > 1 else ""
@@ -222,7 +241,7 @@ def create_app(searcher, threads: int = 1):
             req = parse_request(body)
         except ValueError as err:
             return error(400, str(err))
-        hits, errors = await batcher.search(req.queries, req.topk or 3)
+        hits, errors = await batcher.search(req.batch, req.topk or 3)
         payload = format_result(hits, req.return_scores, errors)
         return Response(json.dumps(payload).encode(), media_type="application/json")
 

@@ -18,6 +18,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from drmas.errors import DrmasError
+
 STALE_S = 900.0          # a status not updated for this long is a job that died
 
 
@@ -126,6 +128,9 @@ def watch(results: str | Path, interval: float = 2.0, once: bool = False) -> Non
     """`drmas watch`: a live table of the jobs of a run (Ctrl-C to leave)."""
     from rich.live import Live
 
+    if not Path(results).is_dir():
+        raise DrmasError(f"{results}: no results folder (give the profile's results/<profile>, "
+                         "which the workflow creates when it starts)")
     folder = status_dir(results)
     console = Console()
     if once:

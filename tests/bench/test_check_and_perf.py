@@ -5,11 +5,9 @@ import json
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from repo import REPO as ROOT
 
 
 def test_single_mas_is_the_solver_alone():

@@ -5,8 +5,9 @@ import pytest
 import torch
 
 from drmas.algos.advantages import compute_advantages
-from drmas.registry import ESTIMATORS
 from drmas.bench.advantages import bench_advantages, main_advantages, synthetic_batch, upstream_loop_advantages
+from drmas.registry import ESTIMATORS
+from repo import REPO
 
 
 def test_synthetic_batch_shape():
@@ -43,12 +44,10 @@ def test_bench_and_main_report(capsys):
 def test_perf_model_shapes_are_the_default_profiles():
     """`drmas perf --model small|medium` builds the default profile's shapes from constants
     (an installed package has no config/ folder): they must not drift from the profile."""
-    from pathlib import Path
-
     import yaml
 
     from drmas.bench.models import SHAPES
 
-    models = yaml.safe_load((Path(__file__).resolve().parents[2] / "config" / "default.yaml").read_text())["models"]
+    models = yaml.safe_load((REPO / "config" / "default.yaml").read_text())["models"]
     for name, shape in SHAPES.items():
         assert {k: models[name][k] for k in shape} == shape

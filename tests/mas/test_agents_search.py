@@ -18,6 +18,7 @@ from drmas.mas.search.searcher import Searcher
 from drmas.mas.search.verifier import Verifier
 from drmas.registry import MAS
 from drmas.retrieval.searcher import Hit
+from retrievers import FakeRetriever
 
 COMPACT = PROMPT_SETS["compact"]
 
@@ -62,17 +63,6 @@ def test_compact_prompts_carry_question_and_history():
         assert len(messages) == 1 and messages[0]["role"] == "user"      # no system prompt
         text = messages[0]["content"]
         assert text.startswith(history + "\nQuestion: Where was Varo born?\n") and tag in text
-
-
-class FakeRetriever:
-    """Title lookup over a dict; records every batch_search call."""
-
-    def __init__(self, docs):
-        self.docs, self.calls = docs, []
-
-    def batch_search(self, queries, k=3):
-        self.calls.append(list(queries))
-        return [[Hit(q, q, self.docs[q], 1.0)] if q in self.docs else [] for q in queries]
 
 
 def scripted(script):

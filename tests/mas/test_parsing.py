@@ -77,25 +77,15 @@ def test_validity_follows_the_prompt_set(agent, text, upstream, compact):
 
 def test_an_invalid_but_tagged_output_still_acts():
     """Upstream searches with, and ends on, tagged outputs whatever their format validity."""
-    from types import SimpleNamespace
-
     from drmas.mas.search.orchestra import SearchOrchestra
-
-    class Shelf:
-        calls = []
-
-        def batch_search(self, queries, k=3):
-            self.calls.append(queries)
-            return [[] for _ in queries]
+    from retrievers import FakeRetriever
+    from scripted import recording
 
     replies = {"verifier": ["<verify>no</verify>", "<verify>yes</verify>"],
                "searcher": ["<search>q</search>"],                # no think pair: invalid
                "answerer": ["<answer>a</answer>"]}                # no think pair: invalid
-
-    def act(agent, prompts):
-        return [SimpleNamespace(text=replies[agent].pop(0)) for _ in prompts]
-
-    shelf = Shelf()
+    act, _ = recording(replies)
+    shelf = FakeRetriever({})                                     # finds nothing
     (ep,) = SearchOrchestra(max_turns=4, retriever=shelf, prompt_set="upstream").run(
         [{"question": "q?", "answers": ["a"]}], act)
     assert shelf.calls == [["q"]] and ep.answer == "<answer>a</answer>"

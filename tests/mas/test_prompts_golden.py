@@ -1,29 +1,18 @@
 """Golden prompts: under the `upstream` prompt set every agent's prompt, at every turn, equals
 the paper's template (langfengQ/DrMAS: agent_system/agent/agents/{math,search}/*,
 agent_system/environments/prompts/{math,search}.py, the search environment's history and
-retrieval-tool formats, multi_turn_rollout/utils.py's system prompt) filled in by hand below.
+retrieval-tool formats, multi_turn_rollout/utils.py's system prompt) filled in by hand below
+(the math team context and Solver role: tests/scripted.py).
 """
 
 from drmas.mas.math.orchestra import MathOrchestra
 from drmas.mas.search.orchestra import SearchOrchestra
 from drmas.retrieval.searcher import Hit
-from scripted import MATH_VERIFIER_ROLE, SYSTEM, recording
+from retrievers import FixedRetriever
+from scripted import MATH_VERIFIER_ROLE, SOLVER_ROLE, SYSTEM, math_prompt, recording
+
 
 # -- math -------------------------------------------------------------------------------
-MATH_ENV = ("You are a member of an expert multi-agent team tasked with solving the math problem.\n"
-            "The team's math problem is: Compute 2 + 3 * 4.\n")
-SOLVER_ROLE = (
-    'You are a "Solver Agent". Your job is to carefully reason through the math problem step '
-    "by step and derive the correct answer. When reasoning, consider your teammates' outputs "
-    "(if any) as auxiliary context. \n\nYou should give the final answer within \\boxed{}.\n")
-
-
-def math_prompt(team: str, role: str) -> list[dict]:
-    user = ("\n# Task Introduction\n" + MATH_ENV + "\n\n# Your Teammates' Outputs\n" + team
-            + "\n\n# Your Role\n" + role)
-    return [SYSTEM, {"role": "user", "content": user}]
-
-
 def test_math_upstream_prompts_at_every_turn():
     solver_1 = "3 * 4 = 12 and 2 + 12 = 15, so \\boxed{15}"
     verifier_1 = "But 2 + 12 = 14.\n<verify> reject </verify>"
@@ -112,11 +101,9 @@ def answerer(env_text: str) -> list[dict]:
     return user("\n# Task Introduction\n" + env_text + "\n\n# Your Role\n" + ANSWER_ROLE)
 
 
-class OneShelf:
-    def batch_search(self, queries, k=3):
-        assert queries == ["Varo birthplace"]
-        return [[Hit("d1", '"Varo"', "Varo was born in Korvath.", 2.0),
-                 Hit("d2", '"Korvath"', "Korvath is a river town.", 1.0)]]
+# one search, for "Varo birthplace": two hits
+ONE_SHELF = [Hit("d1", '"Varo"', "Varo was born in Korvath.", 2.0),
+             Hit("d2", '"Korvath"', "Korvath is a river town.", 1.0)]
 
 
 def test_search_upstream_prompts_at_every_turn():
@@ -129,7 +116,8 @@ def test_search_upstream_prompts_at_every_turn():
                      "<think>Korvath.</think><answer> Korvath </answer>"],
     }
     act, seen = recording(outputs)
-    (ep,) = SearchOrchestra(max_turns=4, topk=2, retriever=OneShelf(), prompt_set="upstream").run(
+    shelf = FixedRetriever(ONE_SHELF, expect=["Varo birthplace"])
+    (ep,) = SearchOrchestra(max_turns=4, topk=2, retriever=shelf, prompt_set="upstream").run(
         [{"question": "Where was Varo born?", "answers": ["Korvath"]}], act)
     memory_2 = STEP_1 + "\nStep 2: \n"
     memory_3 = memory_2 + "\nStep 3: \n"

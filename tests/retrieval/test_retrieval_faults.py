@@ -19,14 +19,6 @@ LONG = " ".join(f"term{i}x" for i in range(1100))     # over Lucene's 1,024-clau
 HUGE = " ".join(f"w{i}" for i in range(20_000))
 
 
-@pytest.fixture(scope="module")
-def service(searcher):
-    from drmas.retrieval.server import RetrievalServer
-
-    with RetrievalServer(searcher, port=0, threads=2).start() as server:
-        yield server
-
-
 def post(url: str, body: bytes, timeout: float = 30) -> tuple[int, dict]:
     response = httpx.post(url + "/retrieve", content=body, timeout=timeout,
                           headers={"Content-Type": "application/json"})

@@ -18,14 +18,6 @@ from drmas.net import free_port
 from drmas.retrieval.client import RetrievalClient
 
 
-@pytest.fixture(scope="module")
-def service(searcher):
-    from drmas.retrieval.server import RetrievalServer
-
-    with RetrievalServer(searcher, port=0, threads=2).start() as server:
-        yield server
-
-
 def post(url: str, body: bytes) -> tuple[int, dict]:
     request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
     try:

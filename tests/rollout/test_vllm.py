@@ -2,7 +2,7 @@
 greedy generations equal token for token, logprobs within 1e-3, and after one optimiser step
 + `update_weights` (no restart, no disk) vLLM follows the updated model.
 
-Needs the vllm extra (`pip install -e ".[vllm]"`, see README); run with `-m vllm`.
+Needs the vllm extra (`pip install -e ".[vllm]"`, see docs/operations.md, "Engines and hardware"); run with `-m vllm`.
 """
 
 import random
@@ -25,11 +25,10 @@ def model_dir(tmp_path_factory, math_rows):
     """A tiny Qwen2 (head_dim 64) with N(0, 0.1) matrices: unlike the 0.02 init, whose greedy
     replies are one repeated token, its replies differ from prompt to prompt (no training
     needed, which on a busy 2-core machine takes minutes)."""
-    from drmas.mas.math.demos import math_traces
-    from drmas.models.tiny import tiny_model, train_tokenizer
+    from conftest import math_tokenizer
+    from drmas.models.tiny import tiny_model
 
-    traces = math_traces([r for r in math_rows if r["split"] == "train"], seed=0, mistake_rate=0.3)
-    tok = train_tokenizer((m[-1]["content"] + "\n" + r for _, m, r in traces), 320)
+    tok = math_tokenizer(math_rows)
     model = tiny_model({"hidden_size": 128, "layers": 2, "heads": 2, "intermediate_size": 256},
                        len(tok), seed=0)
     gen = torch.Generator().manual_seed(0)

@@ -19,7 +19,7 @@ from drmas.train import checkpoint
 from drmas.train.logprobs import pack, response_logprobs
 from drmas.train.workers import LocalGroup
 from rows import AGENTS, engine_rows, solver_rows
-from training import make_trainer, stripped
+from training import make_trainer, stripped, two_worker_group
 
 
 def test_adaptive_controller_on_a_hand_computed_sequence():
@@ -205,8 +205,7 @@ def test_two_worker_group_scores_and_trains_like_one(tiny_model_dir, tmp_path):
     digest are the one-worker group's; a balance-weighted update equals W = 1's too."""
     import ray
 
-    from drmas.config.profile import ResourceConfig
-    from drmas.train.pool import make_groups, start_ray
+    from drmas.train.pool import start_ray
 
     s = TrainConfig(lr=1e-2, micro_batch_rows=2, max_response_tokens=8, lora_rank=4, lora_alpha=8,
                     **KL)
@@ -217,16 +216,9 @@ def test_two_worker_group_scores_and_trains_like_one(tiny_model_dir, tmp_path):
     ref1, m1 = one.ref_logprobs(rows), one.update(rows, seed=3)
     start_ray(num_cpus=2)
     try:
-        groups, pool = make_groups({"g": {"agents": AGENTS, "settings": s}}, {"g": tiny_model_dir},
-                                   ResourceConfig(backend="ray", workers_per_group=2, num_cpus=2), 1)
-        try:
-            two = groups["g"]
+        with two_worker_group(tiny_model_dir, AGENTS, s) as two:
             ref2, digest2 = two.ref_logprobs(rows), two.reference_digest()
             m2 = two.update(rows, seed=3)
-        finally:
-            for g in groups.values():
-                g.close()
-            pool.shutdown()
     finally:
         ray.shutdown()
     assert len(ref2) == len(rows) and digest2 == one.reference_digest()

@@ -1,5 +1,6 @@
 """The resource pool: placement plans, and Ray-backed runs that equal local ones."""
 
+import dataclasses
 import json
 
 import pytest
@@ -63,10 +64,10 @@ def test_ray_run_equals_local_run(tiny_model_dir, math_rows, tmp_path):
     train = [r for r in math_rows if r["split"] == "train"]
     local_cfg = make_config(tiny_model_dir, steps=2, save_every=1)
     ray_cfg = make_config(tiny_model_dir, steps=2, save_every=1)
-    ray_cfg = type(ray_cfg)(**{**ray_cfg.__dict__, "resources": type(ray_cfg.resources)(
-        backend="ray", placement="disjoint", num_cpus=2),
-        "agents": {"verifier": {"lr": 5e-4}}})
-    local_cfg = type(local_cfg)(**{**local_cfg.__dict__, "agents": {"verifier": {"lr": 5e-4}}})
+    ray_cfg = dataclasses.replace(ray_cfg, resources=dataclasses.replace(
+        ray_cfg.resources, backend="ray", placement="disjoint", num_cpus=2),
+        agents={"verifier": {"lr": 5e-4}})
+    local_cfg = dataclasses.replace(local_cfg, agents={"verifier": {"lr": 5e-4}})
     _, s_local = run_once(local_cfg, tmp_path / "local", train)
     t, s_ray = run_once(ray_cfg, tmp_path / "ray", train)
     assert not ray.is_initialized() and t.pool is None

@@ -17,7 +17,7 @@ from training import equal_weights, final_weights, stripped
 TESTS = Path(__file__).resolve().parents[1]   # tests/, where conftest.py and training.py lie
 
 CHILD = """
-import json, sys
+import dataclasses, json, sys
 sys.path.insert(0, {tests!r})
 import torch
 from conftest import make_config
@@ -28,7 +28,7 @@ torch.set_num_threads(1)
 torch.use_deterministic_algorithms(True, warn_only=True)
 model, rows, out, backend, steps = sys.argv[1:]
 cfg = make_config(model, steps=int(steps), save_every=1)
-cfg = type(cfg)(**{{**cfg.__dict__, "resources": ResourceConfig(backend=backend, num_cpus=1)}})
+cfg = dataclasses.replace(cfg, resources=ResourceConfig(backend=backend, num_cpus=1))
 t = make_trainer(cfg, json.load(open(rows)), out, "nonshared", "drmas")
 print(json.dumps(t.run()))
 """

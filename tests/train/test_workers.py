@@ -5,12 +5,12 @@ import random
 import pytest
 import torch
 
-from drmas.config.profile import ResourceConfig, TrainConfig
+from drmas.config.profile import TrainConfig
 from drmas.rollout.base import Sampling
 from drmas.train.logprobs import length_chunks
 from drmas.train.workers import LocalGroup, minibatches, rank_chunks
 from rows import AGENTS, engine_rows
-from training import equal_weights, load_weights
+from training import equal_weights, load_weights, two_worker_group
 
 
 def weights(group):
@@ -74,8 +74,6 @@ def test_fsdp2_two_workers_equal_one_worker(tiny_model_dir, tmp_path, recompute,
     """One update with W = 2 gloo workers (FSDP2, through Ray) = the W = 1 update on the same
     batch, saved parameters to 1e-5; the metrics (per-agent norms included) agree too. The
     second case recomputes old logprobs on the sharded model and trains LoRA adapters."""
-    from drmas.train.pool import make_groups
-
     s = TrainConfig(lr=1e-3 if not lora else 1e-2, micro_batch_rows=2, ppo_mini_batches=2,
                     max_response_tokens=8, recompute_logprobs=recompute, lora_rank=lora,
                     lora_alpha=8)
@@ -84,10 +82,7 @@ def test_fsdp2_two_workers_equal_one_worker(tiny_model_dir, tmp_path, recompute,
     one.save(tmp_path / "before", with_optimizer=False)
     m1 = one.update(rows, seed=5)
     one.save(tmp_path / "w1")
-    groups, pool = make_groups({"g": {"agents": AGENTS, "settings": s}}, {"g": tiny_model_dir},
-                               ResourceConfig(backend="ray", workers_per_group=2, num_cpus=2), 1)
-    try:
-        two = groups["g"]
+    with two_worker_group(tiny_model_dir, AGENTS, s) as two:
         assert len(two.generate([[{"role": "user", "content": "1 + 1?"}]] * 3,
                                 Sampling(1.0, 1.0, 4), seed=1)) == 3
         m2 = two.update(rows, seed=5)
@@ -101,10 +96,6 @@ def test_fsdp2_two_workers_equal_one_worker(tiny_model_dir, tmp_path, recompute,
         two.sync()
         one.save(tmp_path / "w1b", with_optimizer=False)
         two.save(tmp_path / "w2b", with_optimizer=False)
-    finally:
-        for g in groups.values():
-            g.close()
-        pool.shutdown()
     assert info["world"] == 2 and info["lr"] == s.lr and info["lora_rank"] == lora
     w0, w1, w2 = (load_weights(tmp_path / d) for d in ("before", "w1", "w2"))
     assert set(w2) == set(w1)

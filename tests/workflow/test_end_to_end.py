@@ -1,44 +1,19 @@
-"""The whole default workflow on a reduced config (slow: `pytest -m slow`)."""
+"""The whole default workflow on a reduced config (tests/workflows.py; slow: `pytest -m slow`)."""
 
 import json
 import subprocess
 
 import pandas as pd
 import pytest
-import yaml
-
-from drmas.config.layers import deep_merge
 
 import streaming
-from repo import REPO as ROOT, copy_workflow, snakemake_bin, workflow_env
-
-# One seed, Ray actors (the default profile runs its groups in-process to fit three seeds in
-# 30 minutes; this keeps the Ray path under the whole workflow) and hetero on math too.
-REDUCED = {
-    "profile": "e2e",
-    "seeds": [0],
-    "resources": {"backend": "ray"},
-    "datasets": {"math": "default", "search": "default"},
-    "models": {"small": {"kind": "tiny", "hidden_size": 64, "layers": 2, "heads": 1, "intermediate_size": 128},
-               "medium": {"kind": "tiny", "hidden_size": 64, "layers": 3, "heads": 1, "intermediate_size": 128,
-                          "warmstart": {"steps": 40}}},
-    "tokenizer": {"vocab_size": 512},
-    "warmstart": {"steps": 40, "batch_size": 16, "lr": 3.0e-3, "mistake_rate": 0.3},
-    "train": {"steps": 3, "prompts_per_step": 4, "group_n": 4, "ppo_mini_batches": 2,
-              "micro_batch_rows": 64, "lr": 5.0e-5, "max_response_tokens": 24, "save_every": 2},
-    "eval": {"n": 4, "temperature": 0.6, "top_p": 0.95, "batch_size": 128, "max_problems_per_source": 4},
-    "suite_overrides": {"math": {"assignments": ["shared", "nonshared", "hetero"]},
-                        "search": {"warmstart": {"steps": 40}, "eval": {"max_problems_per_source": 4},
-                                   "train": {"prompts_per_step": 2, "group_n": 4, "steps": 3}}},
-}
+from repo import snakemake_bin, workflow_env
+from workflows import reduced_workflow
 
 
 @pytest.mark.slow
 def test_default_workflow_reduced(tmp_path, capsys):
-    copy_workflow(tmp_path)
-    raw = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
-    deep_merge(raw, REDUCED)   # the default profile, reduced key by key
-    (tmp_path / "config" / "e2e.yaml").write_text(yaml.safe_dump(raw))
+    reduced_workflow(tmp_path)                 # writes config/e2e.yaml
     cmd, env = [snakemake_bin(), "--cores", "2", "--configfile", "config/e2e.yaml"], workflow_env()
     proc = streaming.run(cmd, tmp_path, env, capsys, timeout=2400, label="e2e")
     assert proc.returncode == 0, proc.stderr[-4000:]

@@ -13,12 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from drmas.config.layers import deep_merge
-
-import streaming
 from drmas.train import checkpoint
-from repo import REPO as ROOT, copy_workflow, snakemake_bin, workflow_env
-from test_end_to_end import REDUCED
+from repo import snakemake, snakemake_bin, workflow_env
+from workflows import REDUCED, reduced_workflow
 
 # Today's workflow layout, in one place (the workflow may move folders: adapt here).
 PROFILE = REDUCED["profile"]
@@ -29,24 +26,16 @@ RUN_FOLDERS = "*/*/*/seed*"                                # under RUNS and CHEC
 SUMMARY = "summary.json"                                   # in a run folder, written last
 
 CONFIG = {**REDUCED, "suites": ["math"]}
-SNAKEMAKE = [snakemake_bin(), "--configfile", f"config/{PROFILE}.yaml"]
+PROFILE_ARGS = ["--configfile", f"config/{PROFILE}.yaml"]
+SNAKEMAKE = [snakemake_bin(), *PROFILE_ARGS]
 ENV = workflow_env()
 
 
-def workflow_copy(root: Path) -> Path:
-    copy_workflow(root)
-    raw = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
-    deep_merge(raw, CONFIG)   # the default profile, reduced key by key
-    (root / "config" / f"{PROFILE}.yaml").write_text(yaml.safe_dump(raw))
-    return root
-
-
-def snakemake(root: Path, *args, capsys=None, timeout=2400) -> subprocess.CompletedProcess:
-    if capsys is not None:                  # long runs show their progress on the terminal
-        proc = streaming.run([*SNAKEMAKE, *args], root, ENV, capsys, timeout, label=root.name)
-    else:
-        proc = subprocess.run([*SNAKEMAKE, *args], cwd=root, env=ENV, capture_output=True,
-                              text=True, timeout=timeout)
+def snakemake_ok(root: Path, *args, capsys=None, timeout=2400) -> subprocess.CompletedProcess:
+    """Snakemake on CONFIG's profile in `root`, which must succeed; long runs (`capsys`) show
+    their progress on the terminal."""
+    proc = snakemake(root, *PROFILE_ARGS, *args, env=ENV, timeout=timeout, capsys=capsys,
+                     label=root.name)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return proc
 
@@ -104,18 +93,18 @@ def tables(root: Path) -> dict[str, bytes]:
 
 @pytest.mark.slow
 def test_killed_workflow_rerun_gives_the_uninterrupted_tables(tmp_path, capsys):
-    reference = workflow_copy(tmp_path / "reference")
-    snakemake(reference, "--cores", "2", capsys=capsys)
+    reference = reduced_workflow(tmp_path / "reference", CONFIG)
+    snakemake_ok(reference, "--cores", "2", capsys=capsys)
     expected = tables(reference)
     assert {"math.csv", "math.md", "math.tex"} <= set(expected)
 
-    interrupted = workflow_copy(tmp_path / "interrupted")
+    interrupted = reduced_workflow(tmp_path / "interrupted", CONFIG)
     run = kill_at_first_checkpoint(interrupted)
     assert not (run / SUMMARY).exists(), "the run finished before the kill"
     assert not (interrupted / TABLES).exists()
 
-    snakemake(interrupted, "--unlock")
-    snakemake(interrupted, "--cores", "2", "--rerun-incomplete", capsys=capsys)
+    snakemake_ok(interrupted, "--unlock")
+    snakemake_ok(interrupted, "--cores", "2", "--rerun-incomplete", capsys=capsys)
     assert tables(interrupted) == expected
     summary = yaml.safe_load((run / SUMMARY).read_text())
     assert summary["resumed_from"] is not None and summary["resumed_from"] >= 1

@@ -8,14 +8,13 @@ written out by hand below from what each stage reads.
 """
 
 import re
-import subprocess
 from collections import Counter
 from pathlib import Path
 
 import pytest
 import yaml
 
-from repo import copy_workflow, snakemake_bin
+from repo import copy_workflow, snakemake
 
 SUITES, ASSIGNMENTS, METHODS = ("math", "search"), ("shared", "nonshared", "hetero"), ("grpo", "drmas")
 
@@ -24,11 +23,7 @@ SUITES, ASSIGNMENTS, METHODS = ("math", "search"), ("shared", "nonshared", "hete
 # every assignment in every suite (config/default.yaml runs three seeds and math without
 # hetero), so that a change of the default profile's size does not rewrite this file.
 PROFILE = "config/invalidation.yaml"
-
-
-def snakemake(workdir, *args, timeout=300):
-    return subprocess.run([snakemake_bin(), "--configfile", PROFILE, *args], cwd=workdir,
-                          capture_output=True, text=True, timeout=timeout)
+PINNED = ("--configfile", PROFILE)          # every Snakemake call below runs this profile
 
 
 def pinned_default(root: Path) -> None:
@@ -48,7 +43,7 @@ def touched(tmp_path_factory):
     spec["name"] = "arith_hard"
     spec["datasets"]["default"]["sources"] = {"arith-3": {"level": 3}}
     (root / "benchmarks" / "arith_hard.yaml").write_text(yaml.safe_dump(spec))
-    summary = snakemake(root, "--summary", "--cores", "1")
+    summary = snakemake(root, *PINNED, "--summary", "--cores", "1")
     assert summary.returncode == 0, summary.stderr
     for line in summary.stdout.splitlines()[1:]:
         path = Path(root / line.split("\t")[0])
@@ -57,7 +52,7 @@ def touched(tmp_path_factory):
             path.touch()
         else:
             path.mkdir(parents=True, exist_ok=True)
-    touch = snakemake(root, "--touch", "--forceall", "--cores", "1")   # every job, metadata too
+    touch = snakemake(root, *PINNED, "--touch", "--forceall", "--cores", "1")   # every job, metadata too
     assert touch.returncode == 0, touch.stderr
     return root
 
@@ -65,7 +60,7 @@ def touched(tmp_path_factory):
 def planned(root, *config) -> Counter:
     """(rule, wildcards) of every job the dry run would run, 'all' left out."""
     args = ["-n", "--cores", "1"] + (["--config", *config] if config else [])
-    proc = snakemake(root, *args)
+    proc = snakemake(root, *PINNED, *args)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     jobs, rule = Counter(), None
     for line in proc.stdout.splitlines():
@@ -133,7 +128,7 @@ def test_per_agent_lr_reruns_only_the_runs_where_that_agent_trains_alone(touched
     assert wildcards_of(extra, "train") == expected
     assert wildcards_of(extra, "evaluate_run") == expected
     assert count(extra) == {"train": 4, "evaluate_run": 4}
-    proc = snakemake(touched, "-n", "--config", "agents={solver: {lr: 5.0e-4}}")
+    proc = snakemake(touched, *PINNED, "-n", "--config", "agents={solver: {lr: 5.0e-4}}")
     assert proc.returncode != 0 and "'solver' and 'verifier' share model 'small' in assignment 'shared'" in proc.stderr
 
 

@@ -14,7 +14,9 @@ from drmas.errors import ConfigError
 from drmas.mas.math.orchestra import MathOrchestra
 from drmas.mas.search.orchestra import SearchOrchestra
 from drmas.config.suites import check_suites, load_suite, suite_path
+from drmas.retrieval.searcher import Hit
 from repo import REPO as ROOT
+from retrievers import FixedRetriever
 from scripted import recording
 
 SMOL = ROOT / "config" / "smol.yaml"
@@ -91,18 +93,15 @@ def test_smol_math_prompts_at_every_turn():
     assert ep.answer == "\\boxed{14}"
 
 
-class Library:
-    def batch_search(self, queries, k=3):
-        from drmas.retrieval.searcher import Hit
-
-        return [[Hit("0", "Aaron", "Aaron was the brother of Moses.", 1.0)] for _ in queries]
+LIBRARY = [Hit("0", "Aaron", "Aaron was the brother of Moses.", 1.0)]       # every query's hit
 
 
 def test_smol_search_prompts_name_one_line_per_role():
     act, seen = recording({"verifier": ["<verify>no</verify>", "<verify>yes</verify>"],
                            "searcher": ["<search>Aaron brother</search>"],
                            "answerer": ["<answer>Moses</answer>"]})
-    (ep,) = SearchOrchestra(max_turns=4, topk=1, retriever=Library(), prompt_set="smol").run(
+    (ep,) = SearchOrchestra(max_turns=4, topk=1, retriever=FixedRetriever(LIBRARY),
+                            prompt_set="smol").run(
         [{"question": "Who was Aaron's brother?", "answers": ["Moses"]}], act)
     assert [agent for agent, _ in seen] == ["verifier", "searcher", "verifier", "answerer"]
     for agent, messages in seen:

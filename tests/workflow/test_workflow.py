@@ -1,23 +1,15 @@
 """The Snakemake workflow: lint-clean, suites discovered from benchmarks/, one-line config
 errors. Runs in a copy of the workflow files so the repository is never written to."""
 
-import subprocess
-
 import pytest
 import yaml
 
-from repo import REPO as ROOT, copy_workflow, snakemake_bin
-
+from repo import REPO as ROOT, copy_workflow, snakemake
 
 
 @pytest.fixture
 def workflow(tmp_path):
     return copy_workflow(tmp_path)
-
-
-def snakemake(workdir, *args):
-    return subprocess.run([snakemake_bin(), *args], cwd=workdir, capture_output=True, text=True,
-                          timeout=300)
 
 
 def test_lint_has_no_findings(workflow):

@@ -182,7 +182,7 @@ class Upstream(PromptSet):
 class Smol(Compact):
     """For a small pretrained chat model (SmolLM2-135M-Instruct): the compact layout
     (history, question, instruction) with each role's output format spelled out as the one
-    line to write; no `<think>` pair is asked for (see README, "The smol profile")."""
+    line to write; no `<think>` pair is asked for (see docs/profiles.md, "The smol profile")."""
 
     name = "smol"
     instructions = {

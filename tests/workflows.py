@@ -1,0 +1,39 @@
+"""Reduced configurations of the default workflow for the slow end-to-end tests, and a copy
+of the workflow that runs one."""
+
+from pathlib import Path
+
+import yaml
+
+from drmas.config.layers import deep_merge
+from repo import REPO, copy_workflow
+
+# One seed, Ray actors (the default profile runs its groups in-process to fit three seeds in
+# 30 minutes; this keeps the Ray path under the whole workflow) and hetero on math too.
+REDUCED = {
+    "profile": "e2e",
+    "seeds": [0],
+    "resources": {"backend": "ray"},
+    "datasets": {"math": "default", "search": "default"},
+    "models": {"small": {"kind": "tiny", "hidden_size": 64, "layers": 2, "heads": 1, "intermediate_size": 128},
+               "medium": {"kind": "tiny", "hidden_size": 64, "layers": 3, "heads": 1, "intermediate_size": 128,
+                          "warmstart": {"steps": 40}}},
+    "tokenizer": {"vocab_size": 512},
+    "warmstart": {"steps": 40, "batch_size": 16, "lr": 3.0e-3, "mistake_rate": 0.3},
+    "train": {"steps": 3, "prompts_per_step": 4, "group_n": 4, "ppo_mini_batches": 2,
+              "micro_batch_rows": 64, "lr": 5.0e-5, "max_response_tokens": 24, "save_every": 2},
+    "eval": {"n": 4, "temperature": 0.6, "top_p": 0.95, "batch_size": 128, "max_problems_per_source": 4},
+    "suite_overrides": {"math": {"assignments": ["shared", "nonshared", "hetero"]},
+                        "search": {"warmstart": {"steps": 40}, "eval": {"max_problems_per_source": 4},
+                                   "train": {"prompts_per_step": 2, "group_n": 4, "steps": 3}}},
+}
+
+
+def reduced_workflow(root: Path, config: dict = REDUCED) -> Path:
+    """The workflow copied into `root` (see repo.copy_workflow) with config/<profile>.yaml:
+    config/default.yaml reduced key by key by `config` (deep_merge). Returns `root`."""
+    copy_workflow(root)
+    raw = yaml.safe_load((REPO / "config" / "default.yaml").read_text())
+    deep_merge(raw, config)   # the default profile, reduced key by key
+    (root / "config" / f"{config['profile']}.yaml").write_text(yaml.safe_dump(raw))
+    return root
