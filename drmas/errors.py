@@ -4,7 +4,21 @@ Anything a user can cause (a bad config value, an unknown name, a malformed data
 raised as a `DrmasError`; the CLI prints its message on one line and exits with status 2,
 never with a traceback. Internal bugs stay ordinary exceptions: the CLI keeps their traceback
 in a log file (`log_unexpected`) and prints one line pointing to it (exit status 1).
+The environment is the user's too: a file-system OSError (a full disk, a read-only or missing
+folder, a permission) is one line naming the path and the cause, exit status 2
+(`environment_line`).
 """
+
+import errno as _errno
+
+# the OSErrors the file system (not a bug) causes; any other OSError is unexpected
+FILE_SYSTEM_ERRNOS = frozenset(getattr(_errno, name) for name in (
+    "ENOSPC", "EDQUOT", "EFBIG", "EROFS", "EACCES", "EPERM", "ENOENT", "ENOTDIR", "EISDIR",
+    "EEXIST", "ENOTEMPTY", "ENAMETOOLONG", "ELOOP", "EMLINK", "EXDEV", "ETXTBSY", "EBUSY",
+    "EIO", "ESTALE") if hasattr(_errno, name))
+# those that only a write can meet
+_WRITE_ERRNOS = frozenset(getattr(_errno, name) for name in ("ENOSPC", "EDQUOT", "EFBIG", "EROFS")
+                          if hasattr(_errno, name))
 
 
 class DrmasError(Exception):
@@ -17,6 +31,24 @@ class ConfigError(DrmasError):
 
 class DataError(DrmasError):
     """An input data file is missing or malformed."""
+
+
+def environment_line(exc: BaseException, out=None) -> str | None:
+    """`cannot write PATH: CAUSE` (or `cannot access`, when it may have been a read) for an
+    OSError of the file system, or None for any other exception. PATH is the error's file
+    name (the atomic writers of `drmas.data.io` put the final path there, not their
+    temporary), else `out` (the command's `--out`) when known."""
+    if not isinstance(exc, OSError) or exc.errno not in FILE_SYSTEM_ERRNOS:
+        return None
+    import os
+
+    cause = exc.strerror or os.strerror(exc.errno)
+    path = exc.filename if isinstance(exc.filename, (str, bytes, os.PathLike)) else out
+    action = getattr(exc, "drmas_action", None) or (
+        "write" if exc.errno in _WRITE_ERRNOS else "access")
+    if path is None:
+        return f"cannot {action} files: {cause}"
+    return " ".join(f"cannot {action} {os.fsdecode(path)}: {cause}".split())
 
 
 def log_unexpected(command: str, exc: BaseException, out: str | None = None) -> str:

@@ -60,8 +60,11 @@ def build_model(size: str, out: Path, device: str, seed: int = 0):
     steps, batch, lr = WARM[size]
     sft(model, tok, traces, steps=steps, batch_size=batch, lr=lr, seed=seed, dtype="auto",
         desc="check warm start")
-    model.save_pretrained(out, safe_serialization=True)
-    tok.save_pretrained(out)
+    from drmas.data.io import atomic_dir
+
+    with atomic_dir(out) as partial:
+        model.save_pretrained(partial, safe_serialization=True)
+        tok.save_pretrained(partial)
     return ([r for r in rows if r["split"] == "train"], [r for r in rows if r["split"] == "test"])
 
 

@@ -39,14 +39,18 @@ def default_spec(name: str) -> dict:
 
 
 def build_random(name: str, out: Path, seed: int = 0) -> Path:
+    """A random-weight model of shape `name` + tokenizer at `out` (atomically: the cache is
+    reused whenever `out/config.json` exists, so a cut-short save must never be seen)."""
+    from drmas.data.io import atomic_dir
     from drmas.mas.math.demos import math_traces
     from drmas.models.tiny import tiny_model, train_tokenizer
 
     traces = math_traces(problems(seed), seed=seed, mistake_rate=0.3)
     tok = train_tokenizer((f"{m[-1]['role']}\n{m[-1]['content']}\nassistant\n{r}"
                            for _, m, r in traces), 1024)
-    tiny_model(default_spec(name), len(tok), seed=seed).save_pretrained(out)
-    tok.save_pretrained(out)
+    with atomic_dir(out) as partial:
+        tiny_model(default_spec(name), len(tok), seed=seed).save_pretrained(partial)
+        tok.save_pretrained(partial)
     return out
 
 
@@ -64,9 +68,12 @@ def resolve(name: str) -> tuple[Path, str]:
     if name == "smol":
         out = CACHE / "smollm2"
         if not (out / "config.json").exists():
+            from drmas.data.io import atomic_dir
             from drmas.models.gguf import convert_gguf, smollm2_gguf
 
-            convert_gguf(smollm2_gguf(), out)
+            gguf = smollm2_gguf()
+            with atomic_dir(out) as partial:
+                convert_gguf(gguf, partial)
         return out, "SmolLM2-135M-Instruct (GGUF Q4_1, dequantised)"
     path = Path(name)
     if not (path / "config.json").exists():

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx
 
-from drmas.data.io import read_jsonl
+from drmas.data.io import atomic_write_text, read_jsonl
 from drmas.errors import DataError, DrmasError
 
 
@@ -156,7 +156,7 @@ def main_retrieval(queries: str | None, index: str | None = None, url: str | Non
                   f"per-round ratios {', '.join(f'{x:.2f}' for x in per_round)})")
     print(f"same top-3 answers on {len(check)} queries: {same}")
     if out:
-        Path(out).write_text(json.dumps(result, indent=1) + "\n")
+        atomic_write_text(out, json.dumps(result, indent=1) + "\n")
     return result
 
 

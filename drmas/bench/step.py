@@ -220,7 +220,8 @@ def report_step(result: dict) -> None:
 
 
 def write_json(result: dict, name: str, root: str | Path = "results/perf") -> Path:
+    from drmas.data.io import atomic_write_text
+
     path = Path(root) / f"{name}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=1))
+    atomic_write_text(path, json.dumps(result, indent=1))
     return path

@@ -9,13 +9,16 @@ from drmas.cli.arguments import add_command, positive
 def cmd_convert_gguf(args) -> None:
     import torch
 
+    from drmas.data.io import atomic_dir
     from drmas.models.gguf import KNOWN_GGUF, convert_gguf, gguf_file
 
     if args.threads:
         torch.set_num_threads(args.threads)
     name = args.gguf or "smollm2"
-    out = convert_gguf(gguf_file(name), args.out)
-    print(f"converted {KNOWN_GGUF.get(name, name)} -> {out}")
+    gguf = gguf_file(name)
+    with atomic_dir(args.out) as partial:      # models/ sits below data/: atomic here
+        convert_gguf(gguf, partial)
+    print(f"converted {KNOWN_GGUF.get(name, name)} -> {args.out}")
 
 
 def add_commands(sub) -> None:

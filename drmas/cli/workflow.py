@@ -50,7 +50,7 @@ def cmd_prepare(args) -> None:
 
 
 def cmd_tokenizer(args) -> None:
-    from drmas.data.io import read_prepared
+    from drmas.data.io import atomic_dir, read_prepared
     from drmas.models.tiny import train_tokenizer
 
     cfg, suite = load_config(args), load_suite(args)
@@ -59,7 +59,8 @@ def cmd_tokenizer(args) -> None:
     # the role names of the chat template are text too: "user\n…", "assistant\n…"
     texts = (f"{m[-1]['role']}\n{m[-1]['content']}\nassistant\n{r}" for _, m, r in traces)
     tok = train_tokenizer(texts, cfg.tokenizer.vocab_size)
-    tok.save_pretrained(args.out)
+    with atomic_dir(args.out) as out:
+        tok.save_pretrained(out)
     print(f"tokenizer ({len(tok)} tokens) -> {args.out}")
 
 
@@ -76,7 +77,7 @@ def _check_warmstart_model(cfg, args) -> None:
 
 
 def cmd_warmstart(args) -> None:
-    from drmas.data.io import read_prepared
+    from drmas.data.io import atomic_dir, read_prepared
     from drmas.models.tiny import load_tokenizer, tiny_model
     from drmas.train.sft import sft
 
@@ -97,9 +98,10 @@ def cmd_warmstart(args) -> None:
     dtype = args.dtype or w.dtype
     losses = sft(model, tok, traces, steps=w.steps, batch_size=w.batch_size, lr=w.lr,
                  seed=args.seed, desc=f"warmstart {suite.name}/{args.model}", dtype=dtype)
-    model.save_pretrained(args.out, safe_serialization=True)
-    tok.save_pretrained(args.out)
-    (Path(args.out) / "sft_losses.json").write_text(json.dumps(losses))
+    with atomic_dir(args.out) as out:
+        model.save_pretrained(out, safe_serialization=True)
+        tok.save_pretrained(out)
+        (out / "sft_losses.json").write_text(json.dumps(losses))
     print(f"warm-started {args.model}: loss {losses[0]:.3f} -> {losses[-1]:.3f}; saved to {args.out}")
 
 

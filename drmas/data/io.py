@@ -166,10 +166,14 @@ def _create_file(path: Path) -> None:
 
 
 def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
+    """Delete a temporary or set-aside file or folder, best effort (never raises)."""
+    try:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def _blame_final(exc: BaseException, path: Path, tmp: Path | None) -> None:
@@ -218,7 +222,7 @@ def atomic_path(path) -> Iterator[Path]:
         os.replace(tmp, path)
     except BaseException as exc:
         if tmp is not None:
-            tmp.unlink(missing_ok=True)
+            _remove(tmp)
         _blame_final(exc, path, tmp)
         raise
 

@@ -15,6 +15,7 @@ import pandas as pd
 from drmas.config.groups import engine_options, model_dir, plan_groups
 from drmas.config.profile import Config
 from drmas.config.suites import Suite
+from drmas.data.io import atomic_path, atomic_write_text
 from drmas.errors import ConfigError
 from drmas.evaluation.metrics import aggregate
 from drmas.rewards import get_reward
@@ -71,9 +72,10 @@ def reuse_base(cfg: Config, suite: Suite, twin_dir, out_dir, meta: dict) -> dict
         raise ConfigError(f"{twin_dir} is not a base evaluation of an assignment with the same "
                           f"models as {meta['assignment']!r} (its twin is {expected!r})")
     out.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(twin_dir / "samples.jsonl", out / "samples.jsonl")
+    with atomic_path(out / "samples.jsonl") as tmp:
+        shutil.copyfile(twin_dir / "samples.jsonl", tmp)
     scores["meta"] = {**meta, "same_as": twin}
-    (out / "scores.json").write_text(json.dumps(scores, indent=1, sort_keys=True))
+    atomic_write_text(out / "scores.json", json.dumps(scores, indent=1, sort_keys=True))
     return scores
 
 
@@ -109,7 +111,7 @@ def evaluate(cfg: Config, suite: Suite, assignment: str, problems: list[dict], o
                                       for t in ep.turns], **ep.info})
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "samples.jsonl", "w") as f:
+    with atomic_path(out / "samples.jsonl") as tmp, open(tmp, "w") as f:
         for s in samples:
             f.write(json.dumps(s) + "\n")
     table = pd.DataFrame(samples)
@@ -117,5 +119,5 @@ def evaluate(cfg: Config, suite: Suite, assignment: str, problems: list[dict], o
     scores["behaviour"] = behaviour(table, info_keys=episodes[0].info if samples else {})
     scores["n"] = n
     scores["meta"] = meta or {}
-    (out / "scores.json").write_text(json.dumps(scores, indent=1, sort_keys=True))
+    atomic_write_text(out / "scores.json", json.dumps(scores, indent=1, sort_keys=True))
     return scores

@@ -26,6 +26,7 @@ import seaborn as sns  # noqa: E402
 
 from drmas.config.profile import Config  # noqa: E402
 from drmas.config.suites import Suite  # noqa: E402
+from drmas.data.io import atomic_path  # noqa: E402
 from drmas.report import stability  # noqa: E402
 from drmas.report import style  # noqa: E402
 from drmas.report.runs import load_runs  # noqa: E402
@@ -144,9 +145,11 @@ def write_figures(cfg: Config, suite: Suite, run_dirs: list[str], out: str,
     style.use_config(cfg)
     figs, theory = render(load_runs(run_dirs), suite, cfg.profile, cfg.assignments, spike_k)
     for name, fig in figs.items():
-        fig.savefig(out_dir / f"{suite.name}_{name}.png", dpi=120, bbox_inches="tight")
+        with atomic_path(out_dir / f"{suite.name}_{name}.png") as tmp:
+            fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
         plt.close(fig)
-    theory.to_csv(out_dir / f"{suite.name}_theory_check.csv", index=False, float_format="%.4f")
+    with atomic_path(out_dir / f"{suite.name}_theory_check.csv") as tmp:
+        theory.to_csv(tmp, index=False, float_format="%.4f")
 
 
 def caption(name: str) -> str:

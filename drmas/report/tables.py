@@ -20,6 +20,7 @@ import pandas as pd
 
 from drmas.config.profile import Config
 from drmas.config.suites import Suite
+from drmas.data.io import atomic_path, atomic_write_text
 from drmas.errors import DataError
 from drmas.evaluation.metrics import problem_values
 from drmas.report import ablations, efficiency, stability
@@ -236,8 +237,8 @@ def write_table(cfg: Config, suite: Suite, score_files: list[str], out: str,
     if routing is not None:
         md += "\n" + to_markdown(routing, f"{name} [{suite.name}]: behaviour on the test problems "
                                  f"(mean per episode, all samples), profile {cfg.profile}")
-        routing.set_axis(_flat(routing.columns), axis=1).to_csv(
-            out_path.with_name(out_path.name + "_behaviour.csv"), float_format="%.3f")
+        _to_csv(routing.set_axis(_flat(routing.columns), axis=1),
+                out_path.with_name(out_path.name + "_behaviour.csv"), float_format="%.3f")
     if run_dirs:
         from drmas.report.runs import load_runs
 
@@ -245,16 +246,16 @@ def write_table(cfg: Config, suite: Suite, score_files: list[str], out: str,
         abl = ablations.ablation_table(cfg, long, runs, k=spike_k, n_boot=n_boot)
         md += "\n" + to_markdown(abl, f"{name} [{suite.name}]: each method against the method "
                                  f"it changes, profile {cfg.profile}", [ablations.note(spike_k, n_boot)])
-        as_numbers(abl).to_csv(out_path.with_name(out_path.name + "_ablations.csv"),
-                               float_format="%.2f")
+        _to_csv(as_numbers(abl), out_path.with_name(out_path.name + "_ablations.csv"),
+                float_format="%.2f")
         stab = stability.stability_table(runs, k=spike_k, n_boot=n_boot,
                                          assignments=cfg.assignments)
         stab = stab.rename(index=lambda m: METHOD_LABEL.get(m, m), level="method")
         stab.columns = pd.MultiIndex.from_tuples([(a, stability.STATS[s]) for a, s in stab.columns])
         md += "\n" + to_markdown(stab, f"{name} [{suite.name}]: training stability per agent, "
                                  f"profile {cfg.profile}", [stability.note(spike_k, n_boot)])
-        as_numbers(stab).to_csv(out_path.with_name(out_path.name + "_stability.csv"),
-                                float_format="%.4f")
+        _to_csv(as_numbers(stab), out_path.with_name(out_path.name + "_stability.csv"),
+                float_format="%.4f")
         eff = efficiency.efficiency_table(run_dirs, n_boot=n_boot, assignments=cfg.assignments)
         if not len(eff.columns):
             raise DataError("the run folders' metrics.jsonl carry no phase timings or memory "
@@ -262,13 +263,19 @@ def write_table(cfg: Config, suite: Suite, score_files: list[str], out: str,
         eff = eff.rename(index=lambda m: METHOD_LABEL.get(m, m), level="method")
         # its own file, not a section of <out>.md: times vary from run to run, the other
         # tables are the same bytes for the same config and seed
-        out_path.with_name(out_path.name + "_efficiency.md").write_text(to_markdown(
+        atomic_write_text(out_path.with_name(out_path.name + "_efficiency.md"), to_markdown(
             eff, f"{name} [{suite.name}]: time per training step and peak memory, profile "
             f"{cfg.profile}", [efficiency.note(n_boot)]))
-        as_numbers(eff).to_csv(out_path.with_name(out_path.name + "_efficiency.csv"),
-                               float_format="%.2f")
-    out_path.with_suffix(".md").write_text(md)
-    as_numbers(wide).to_csv(out_path.with_suffix(".csv"), float_format="%.2f")
+        _to_csv(as_numbers(eff), out_path.with_name(out_path.name + "_efficiency.csv"),
+                float_format="%.2f")
+    atomic_write_text(out_path.with_suffix(".md"), md)
+    _to_csv(as_numbers(wide), out_path.with_suffix(".csv"), float_format="%.2f")
     tex = as_text(wide).to_latex(caption=title, label=f"tab:{suite.name}")
-    out_path.with_suffix(".tex").write_text(tex.replace("Δ", "$\\Delta$").replace("−", "-"))
+    atomic_write_text(out_path.with_suffix(".tex"), tex.replace("Δ", "$\\Delta$").replace("−", "-"))
     return wide
+
+
+def _to_csv(frame: pd.DataFrame, path: Path, **options) -> None:
+    """`frame.to_csv(path, **options)`, atomically (`atomic_path`); the same bytes."""
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, **options)

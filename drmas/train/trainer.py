@@ -24,6 +24,7 @@ from drmas.config.groups import engine_options, model_dir, plan_groups
 from drmas.config.profile import Config
 from drmas.config.stages import changed_keys, digest, train_key
 from drmas.config.suites import Suite
+from drmas.data.io import atomic_path, atomic_write_text
 from drmas.errors import ConfigError, DrmasError
 from drmas.registry import ESTIMATORS
 from drmas.rewards import get_reward
@@ -320,7 +321,8 @@ class Trainer:
                     _warn(f"checkpoint {_listing(skipped)} unusable, set aside as "
                           f"{', '.join(aside)}; resuming from {ckpt} (step {self.step})")
                 if (ckpt / "metrics.jsonl").exists():    # the run folder may have been removed
-                    shutil.copyfile(ckpt / "metrics.jsonl", self.out / "metrics.jsonl")
+                    with atomic_path(self.out / "metrics.jsonl") as tmp:
+                        shutil.copyfile(ckpt / "metrics.jsonl", tmp)
                 checkpoint.truncate_metrics(self.out / "metrics.jsonl", self.step)
                 return True
             skipped.append((ckpt, problem))
@@ -375,7 +377,7 @@ class Trainer:
             resumed_from = None
             metrics.unlink(missing_ok=True)
         self.ckpt_root.mkdir(parents=True, exist_ok=True)
-        (self.ckpt_root / "identity.json").write_text(json.dumps(self.identity, indent=1))
+        atomic_write_text(self.ckpt_root / "identity.json", json.dumps(self.identity, indent=1))
         board = _board(self.out / "tensorboard", self.step, metrics)
         bar = self.bar                       # from the start of this run's main loop
         bar.reset(total=steps)
@@ -402,13 +404,13 @@ class Trainer:
                    "workers": {g: grp.describe() for g, grp in self.groups.items()},
                    "backend": self.cfg.resources.backend, "resumed_from": resumed_from,
                    "startup": self.startup}
-        (self.out / "summary.json").write_text(json.dumps(summary, indent=1))
+        atomic_write_text(self.out / "summary.json", json.dumps(summary, indent=1))
         return summary
 
 
     def _write_run_config(self) -> None:
         """`config.yaml` of the run: the resolved config it ran with, and its identity."""
-        (self.out / "config.yaml").write_text(yaml.safe_dump(
+        atomic_write_text(self.out / "config.yaml", yaml.safe_dump(
             {"config": self.cfg.resolved(), "suite": self.suite.name,
              "assignment": self.assignment, "method": self.method, "seed": self.seed,
              "groups": self.plan_summary(), "identity_hash": self.identity_hash,

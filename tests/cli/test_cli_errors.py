@@ -191,7 +191,10 @@ def test_warmstart_unknown_model_or_missing_tokenizer(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["perf", "advantages", "--rows", "0"], "drmas perf advantages: error: argument --rows: must be "
-                                            "at least 1, got 0 (see `drmas perf advantages --help`)"),
+                                            "between 1 and 20000000, got 0 (see `drmas perf advantages --help`)"),
+    (["perf", "advantages", "--rows", "100000000000"], "drmas perf advantages: error: argument --rows: "
+                                                       "must be between 1 and 20000000, got 100000000000 "
+                                                       "(see `drmas perf advantages --help`)"),
     (["perf", "advantages", "--rows", "many"], "drmas perf advantages: error: argument --rows: not an "
                                                "integer: 'many' (see `drmas perf advantages --help`)"),
     (["perf", "latency"], "drmas perf: error: argument what: invalid choice: 'latency' (choose "

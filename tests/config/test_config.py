@@ -161,6 +161,9 @@ def test_config_show_names_each_source():
     ("agents={solver: {group_n: 4}}", r"agents\.solver\.group_n: a run-wide key"),
     ("models={extra: {kind: pretrained}}", r"models\.extra: a pretrained model needs a path"),
     ("models={extra: {kind: tiny, layers: 2}}", r"models\.extra: a tiny model needs hidden_size, heads"),
+    ("seeds=[0,-1]", r"seeds\.1: -1 is less than the minimum of 0"),
+    ("models={small: {hidden_size: 100000000}}",
+     r"models\.small: a tiny model of [\d,]+M parameters \([\d,]+ GiB with AdamW states in float32\) is not tiny"),
 ])
 def test_values_the_schema_once_let_through_are_one_line_errors(override, message):
     from drmas.config.profile import workflow_config

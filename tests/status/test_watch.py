@@ -66,3 +66,14 @@ def test_watcher_prints_at_its_interval(tmp_path, monkeypatch):
     watcher.stop()
     job.close()
     assert "warmstart search/small" in out.getvalue() and "1/4" in out.getvalue()
+
+
+def test_watching_a_results_folder_that_does_not_exist_is_one_line(tmp_path, capsys):
+    """A typo in the folder would otherwise show an empty table forever."""
+    from drmas.cli.main import main
+
+    assert main(["watch", str(tmp_path / "results" / "defualt"), "--once"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("drmas watch: error: ") and "no results folder" in err[0]
+    (tmp_path / "results" / "default").mkdir(parents=True)
+    assert main(["watch", str(tmp_path / "results" / "default"), "--once"]) == 0
