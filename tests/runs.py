@@ -24,9 +24,15 @@ def scores_file(tmp_path, assignment, method, seed, per_problem, same_as=None):
     return str(path)
 
 
-def fake_run(root, assignment, method, seed, norms, factors, steps=8):
+def fake_run(root, assignment, method, seed, norms, factors, steps=8, predicted=None,
+             paired=None, paired_steps=(2, 4)):
     """A run folder: metrics.jsonl as the trainer writes it (per-agent grad norm, clip
-    fraction, approx KL, adv_diag) and config.yaml with the worker groups."""
+    fraction, approx KL, adv_diag) and config.yaml with the worker groups.
+
+    `predicted` ({agent: value}) adds `predicted_ratio` and `lemma_factor` (half of it) to
+    adv_diag; `paired` ({agent: measured ratio}) adds, on `paired_steps`, the paired
+    measurement `paired/<agent>` with grad_sq_drmas 0.5, grad_sq_grpo 0.5 x the ratio,
+    grad_sq_offset 0.1, 6 rows."""
     run = root / assignment / method / f"seed{seed}"
     run.mkdir(parents=True)
     groups = {"small": {"model": "small", "agents": list(AGENTS)}}
@@ -38,8 +44,14 @@ def fake_run(root, assignment, method, seed, norms, factors, steps=8):
                           "approx_kl": 0.001} for i, a in enumerate(AGENTS)}
             diag = {a: {"inflation_factor_mean": factors[a], "inflation_factor_p95": factors[a] * 2,
                         "inflation_factor_max": factors[a] * 3, "num_groups": 4} for a in AGENTS}
+            for a in predicted or {}:
+                diag[a].update(predicted_ratio=predicted[a], lemma_factor=predicted[a] / 2)
+            extra = {}
+            if paired and step in paired_steps:
+                extra["paired"] = {a: {"grad_sq_grpo": 0.5 * r, "grad_sq_drmas": 0.5,
+                                       "grad_sq_offset": 0.1, "rows": 6} for a, r in paired.items()}
             f.write(json.dumps({"step": step, "team_reward": {"mean": 0.1 * step + 0.01 * seed},
-                                "agents": agents, "adv_diag": diag,
+                                "agents": agents, "adv_diag": diag, **extra,
                                 "groups": {"small": {"skipped_steps": int(step == 3)}},
                                 # step 1 pays a one-off cost; seed 1 runs twice as slow
                                 "time": {"generate": (5.0 if step == 1 else 1.0) * (1 + seed),

@@ -174,11 +174,38 @@ def compute_advantages(
     if len(pools.scores) == 0:
         return torch.zeros(0, dtype=torch.float32, device=device)
     row_pools = {mode: pools.row_pool(mode) for mode in {mean_by, std_by}}
-    score, key_m, mu, _ = row_pools[mean_by]
-    _, key_s, _, sd = row_pools[std_by]
+    adv = _normalised(row_pools[mean_by], row_pools[std_by], norm_by_std, eps)
+    return torch.from_numpy(adv.astype(np.float32)).to(device)
+
+
+def _normalised(mean_pool, std_pool, norm_by_std: bool, eps: float) -> np.ndarray:
+    """float64 advantages from two `_Pools.row_pool` tuples (the score follows the mean's)."""
+    score, key_m, mu, _ = mean_pool
+    _, key_s, _, sd = std_pool
     adv = score - mu[key_m]
     if norm_by_std:
         adv /= (sd + eps)[key_s]
+    return adv
+
+
+def offset_advantages(scores, uid: Sequence, traj_uid: Sequence, agent: Sequence, *,
+                      norm_by_std: bool = True, eps: float = 1e-6) -> torch.Tensor:
+    """The offset-only advantages of the paired measurement, one per row, shape (N,), float32:
+    (mu_k - mu) / (sd + eps), with mu_k the row's (uid, agent) pool mean of rows' own scores
+    (Dr. MAS's baseline) and mu, sd the uid pool's mean and std of trajectory means (GRPO's);
+    mu_k - mu without ``norm_by_std``. It isolates Lemma 4.2's mean-gap term: the difference of
+    the agent-mean and global-mean baselines on GRPO's scale. A pool of one value has mu = 0,
+    sd = 1, as in ``compute_advantages``.
+    """
+    device = scores.device if isinstance(scores, torch.Tensor) else torch.device("cpu")
+    pools = _Pools(scores, uid, traj_uid, agent)
+    if len(pools.scores) == 0:
+        return torch.zeros(0, dtype=torch.float32, device=device)
+    _, key_a, mu_a, _ = pools.row_pool("agent")
+    _, key_g, mu_g, sd_g = pools.row_pool("global")
+    adv = mu_a[key_a] - mu_g[key_g]
+    if norm_by_std:
+        adv /= (sd_g + eps)[key_g]
     return torch.from_numpy(adv.astype(np.float32)).to(device)
 
 
@@ -201,9 +228,16 @@ def lemma_diagnostics(scores, uid, traj_uid, agent, *, informative_only: bool = 
         var_ratio = sigma_k^2 / sigma^2
         inflation = (sigma_k^2 + mean_gap^2) / sigma^2
 
-    ``inflation`` is the second moment of agent k's advantages under the global baseline,
-    i.e. the factor on the square of its gradient scale (see `compute_advantages`). Per
-    agent this returns upstream's summaries (`summarize_group_diagnostics` of the paper's
+    Kept, under upstream's names, for comparison with upstream's logs; it is not the
+    prediction to compare gradients with (that is `lemma_prediction`). It mixes two scores:
+    (mu_k, sigma_k) over the rows' own scores, (mu, sigma) over trajectory means, whereas GRPO
+    trains every row on its trajectory mean. With per-row format penalties (score = reward -
+    penalty x (1 - valid)) in a prompt group of constant team reward, sigma comes only from
+    the penalties averaged over a trajectory's rows and sigma_k from the agent's own, so
+    ``inflation`` reads >> 1 where GRPO's advantages have second moment <= 1. Also: the
+    summaries are unweighted over groups (a group of 2 rows counts as one of 20) and heavy
+    tailed, and the filter sigma > 0 below lets round-off through (trajectory means equal up
+    to an ulp give a factor of ~1e7). Per agent this returns upstream's summaries (`summarize_group_diagnostics` of the paper's
     code): mean_gap mean / abs mean / abs max, var_ratio mean / min / max, inflation mean /
     p95 / max, and ``num_groups``; an agent without groups gets ``{"num_groups": 0}``.
 
@@ -239,4 +273,123 @@ def lemma_diagnostics(scores, uid, traj_uid, agent, *, informative_only: bool = 
         values = (g.mean(), np.abs(g).mean(), np.abs(g).max(), v.mean(), v.min(), v.max(),
                   f.mean(), np.percentile(f, 95), f.max())
         out[str(name)] = {**dict(zip(DIAG_KEYS, map(float, values))), "num_groups": int(sel.sum())}
+    return out
+
+
+#: a uid's (or pool's) std at most this times its largest |score| is round-off, not spread:
+#: trajectory means of the same rows summed in another order differ by an ulp (~1e-16), a
+#: format penalty or a KL term differs by >= 1e-8 of the reward's scale
+ROUNDOFF_RTOL = 1e-9
+
+
+def _uid_tolerance(pools: _Pools) -> np.ndarray:
+    """Per uid: the std below which its values are equal up to round-off."""
+    scale = np.zeros(pools.n_uid)
+    np.maximum.at(scale, pools.u, np.abs(pools.scores))
+    return ROUNDOFF_RTOL * scale
+
+
+def _as_trained(adv: np.ndarray) -> np.ndarray:
+    """The float32 values `compute_advantages` hands the update, back in float64."""
+    return adv.astype(np.float32).astype(np.float64)
+
+
+def lemma_prediction(scores, uid, traj_uid, agent, *, norm_by_std: bool = True,
+                     eps: float = 1e-6) -> dict:
+    """Per agent: what Lemma 4.2 predicts for the ratio of its squared gradient norms, GRPO
+    over Dr. MAS, on this very batch, and the lemma's factor computed from what GRPO
+    normalises. Logged as ``adv_diag/<agent>/<key>`` beside upstream's `lemma_diagnostics`.
+
+    - ``grpo_adv_sq``, ``drmas_adv_sq``: mean over the agent's rows of the squared advantage
+      `compute_advantages` gives it with global/global (GRPO) and agent/agent (Dr. MAS)
+      pools, ``norm_by_std`` and ``eps`` as the run trains: exactly what each estimator
+      trains on (float32 values, the singleton convention included). One exception: rows of
+      a pool (>= 2 values) whose std is round-off (`ROUNDOFF_RTOL`) count as 0, which they
+      are in exact arithmetic (their trained values are round-off / eps, ~1e-10).
+    - ``predicted_ratio``: sum over the agent's rows of A_grpo^2 / sum of A_drmas^2 (None
+      when the denominator is 0). The policy gradient is sum_i A_i g_i over the agent's rows
+      (g_i the score function of row i, the same for both estimators: same rows, ratio 1, same
+      weights); if the g_i are orthogonal with equal norms, |sum_i A_i g_i|^2 = |g|^2 sum_i
+      A_i^2, so this is exactly the GRPO / Dr. MAS ratio of squared gradient norms. It is
+      what a same-batch gradient measurement tests.
+    - ``lemma_factor``: the lemma's (sigma_k^2 + (mu_k - mu)^2) / sigma^2 for every (uid,
+      agent) group, from what GRPO normalises: mu, sigma (unbiased, GRPO's) over the uid's
+      trajectory means; mu_k, sigma_k (population) over the trajectory means of the agent's
+      rows in that uid. Then it is the mean over the agent's rows of ((x_i - mu) / sigma)^2,
+      the second moment of its GRPO advantages in that group (up to eps). Averaged over
+      groups weighted by the agent's rows (a mean over rows, as the gradient sums rows; an
+      unweighted mean of ratios lets a 2-row group weigh as much as a 20-row one), over
+      informative groups only: the uid has >= 2 trajectories whose means spread by more than
+      round-off (std > `ROUNDOFF_RTOL` x the uid's largest |score|; upstream's sigma > 0 lets
+      means that differ by an ulp through, giving factors of 1e7). None without such groups.
+      Independent of ``norm_by_std``: the lemma is about normalised advantages. It differs
+      from ``predicted_ratio`` by Dr. MAS's side, which is not 1 per group: (n-1)/n for a
+      pool of n rows, 0 for a constant pool, the raw score for a pool of one.
+    - ``lemma_rows``: the agent's rows in informative groups; ``lemma_groups``: their number
+      of (uid, agent) groups (not ``num_groups``, which is upstream's count, filtered
+      differently, in the same ``adv_diag`` dict).
+    """
+    pools = _Pools(scores, uid, traj_uid, agent)
+    if len(pools.scores) == 0:
+        return {}
+    u = pools.u
+    (g_cnt, g_mu, g_sd), traj_rows = pools.uid_stats()
+    (k_cnt, k_mu, k_sd), ka, ka_uid, ka_agent = pools.agent_stats()
+    codes, names = pools._agent_codes
+    tol = _uid_tolerance(pools)
+    grpo_pool = (traj_rows, u, *_convention(g_cnt, g_mu, g_sd))
+    drmas_pool = (pools.scores, ka, *_convention(k_cnt, k_mu, k_sd))
+    a_grpo = _as_trained(_normalised(grpo_pool, grpo_pool, norm_by_std, eps))
+    a_drmas = _as_trained(_normalised(drmas_pool, drmas_pool, norm_by_std, eps))
+    a_grpo[((g_cnt >= 2) & (g_sd <= tol))[u]] = 0.0
+    a_drmas[((k_cnt >= 2) & (k_sd <= tol[ka_uid]))[ka]] = 0.0
+    informative = (g_cnt >= 2) & (g_sd > tol)
+    row_in = informative[u]
+    z = (traj_rows - g_mu[u]) / np.where(informative, g_sd, 1.0)[u]
+    n_agents = len(names)
+    rows = np.bincount(codes, minlength=n_agents)
+    sq_grpo = np.bincount(codes, a_grpo * a_grpo, n_agents)
+    sq_drmas = np.bincount(codes, a_drmas * a_drmas, n_agents)
+    lemma_rows = np.bincount(codes, row_in, n_agents)
+    lemma_sum = np.bincount(codes, np.where(row_in, z * z, 0.0), n_agents)
+    groups = np.bincount(ka_agent, informative[ka_uid], n_agents)
+    out = {}
+    for c, name in enumerate(names):
+        out[str(name)] = {
+            "grpo_adv_sq": float(sq_grpo[c] / rows[c]),
+            "drmas_adv_sq": float(sq_drmas[c] / rows[c]),
+            "predicted_ratio": float(sq_grpo[c] / sq_drmas[c]) if sq_drmas[c] > 0 else None,
+            "lemma_factor": float(lemma_sum[c] / lemma_rows[c]) if lemma_rows[c] else None,
+            "lemma_rows": int(lemma_rows[c]), "lemma_groups": int(groups[c])}
+    return out
+
+
+#: thresholds of `pool_std_fractions`, under the key names it logs
+STD_THRESHOLDS = {"frac_below_1e-3": 1e-3, "frac_below_1e-2": 1e-2}
+
+
+def pool_std_fractions(scores, uid, agent) -> dict:
+    """Per agent: the share of its (uid, agent) pools whose std is below each threshold of
+    `STD_THRESHOLDS`: how often Dr. MAS divides by a tiny std (``adv_std/<agent>/
+    frac_below_*``).
+
+    Upstream's definition (`summarize_group_std_stats` of the paper's code): every pool of
+    the batch counts, a pool of one with upstream's std of 1 (so never below), the others
+    with their unbiased std before ``eps``; strictly below; an unweighted share of pools.
+    Upstream names the keys ``frac_below_0.001``, ``frac_below_0.01`` (and logs 0.1 too),
+    and breaks them down by agent only in runs that train with agent pools; here they are
+    the agent pools' whatever the run trains with, as `lemma_diagnostics`.
+    """
+    pools = _Pools(scores, uid, uid, agent)        # trajectory ids are not needed here
+    if len(pools.scores) == 0:
+        return {}
+    (k_cnt, _, k_sd), _, _, ka_agent = pools.agent_stats()
+    sd = _convention(k_cnt, np.zeros(len(k_cnt)), k_sd)[1]
+    names = pools._agent_codes[1]
+    n_pools = np.bincount(ka_agent, minlength=len(names))
+    out = {}
+    for key, threshold in STD_THRESHOLDS.items():
+        below = np.bincount(ka_agent, sd < threshold, len(names))
+        for c, name in enumerate(names):
+            out.setdefault(str(name), {})[key] = float(below[c] / n_pools[c])
     return out

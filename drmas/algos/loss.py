@@ -14,7 +14,7 @@ clamped before `exp`.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 
 import torch
@@ -35,7 +35,9 @@ class LossOptions:
     - `loss_aggregation`: `minibatch` divides every token loss by the mini-batch's token
       count, so micro-batches add up to one token mean whatever the split; `verl` takes the
       token mean of each micro-batch and then the mean over micro-batches (rows of short
-      micro-batches weigh more).
+      micro-batches weigh more), with the micro-batches upstream would run: the worker
+      weighs each row as in upstream's layout (`verl_row_denominators`), whatever
+      micro-batches it runs itself.
     - `log_ratio_clamp`: log-ratios are clamped to +-this before `exp`; None: no clamp (verl).
     """
 
@@ -53,23 +55,64 @@ class LossOptions:
         """The options a train-settings object carries (missing fields keep the defaults)."""
         return cls(**{f.name: getattr(settings, f.name) for f in fields(cls) if hasattr(settings, f.name)})
 
-    def scale(self, minibatch_tokens: float, n_micro: int) -> "LossScale":
-        return LossScale(self.loss_aggregation, minibatch_tokens, n_micro)
+    def scale(self, minibatch_tokens: float, n_micro: int = 1,
+              row_denominators: Mapping[int, float] | None = None) -> "LossScale":
+        return LossScale(self.loss_aggregation, minibatch_tokens, n_micro, row_denominators)
 
 
 @dataclass(frozen=True)
 class LossScale:
     """The denominator of one micro-batch's summed token losses, so that the micro-batch
-    losses of a mini-batch add up to its aggregate (see LossOptions.loss_aggregation)."""
+    losses of a mini-batch add up to its aggregate (see LossOptions.loss_aggregation).
+
+    With `row_denominators` (verl: {row index: denominator}, from `verl_row_denominators`)
+    a micro-batch given its row indices gets one denominator per row instead: the mini-batch
+    aggregate is then upstream's whatever the micro-batches that compute it."""
 
     mode: str
     minibatch_tokens: float
     n_micro: int
+    row_denominators: Mapping[int, float] | None = None
 
-    def __call__(self, micro_tokens: float) -> float:
+    def __call__(self, micro_tokens: float, rows: Sequence[int] | None = None):
+        """A number, or (`row_denominators` and the micro-batch's row indices `rows` given)
+        a (B,) float64 tensor, one denominator per row."""
+        if self.row_denominators is not None and rows is not None:
+            return torch.tensor([self.row_denominators[i] for i in rows], dtype=torch.float64)
         if self.mode == "verl":
             return max(float(micro_tokens), 1.0) * self.n_micro
         return self.minibatch_tokens
+
+
+def verl_row_denominators(response_tokens: Sequence[int], micro_batch_rows: int,
+                          world: int = 1) -> list[float]:
+    """What each row's token losses are divided by in upstream's verl token-mean, for one
+    mini-batch whose rows' response-token counts are `response_tokens`, in data order.
+
+    Upstream (verl's dp_actor) deals the mini-batch to `world` ranks in contiguous shares,
+    splits each share into micro-batches of `micro_batch_rows` consecutive rows (agents
+    mixed, in data order), takes each micro-batch's token mean, divides it by the rank's
+    number of micro-batches (gradient accumulation), and FSDP averages the ranks' gradients.
+    A row in a micro-batch of T tokens on a rank with m micro-batches is therefore divided
+    by world x m x T (= the number of upstream micro-batches x T when every rank has m):
+    summing every token loss over its row's denominator gives upstream's mini-batch loss,
+    however the rows are then batched. Shares differ by at most one row when the mini-batch
+    does not divide by `world` (verl requires that it does); a micro-batch without response
+    tokens counts as T = 1, as `LossScale`.
+    """
+    if micro_batch_rows < 1 or world < 1:
+        raise ValueError("micro_batch_rows and world must be >= 1")
+    n = len(response_tokens)
+    q, r = divmod(n, world)
+    out: list[float] = []
+    start = 0
+    for rank in range(world):
+        share = list(response_tokens[start:start + q + (rank < r)])
+        start += len(share)
+        micro = [share[j:j + micro_batch_rows] for j in range(0, len(share), micro_batch_rows)]
+        for chunk in micro:
+            out += [float(world * len(micro) * max(sum(chunk), 1))] * len(chunk)
+    return out
 
 
 def token_mean(x: torch.Tensor, mask: torch.Tensor, denom=None) -> torch.Tensor:
@@ -78,8 +121,12 @@ def token_mean(x: torch.Tensor, mask: torch.Tensor, denom=None) -> torch.Tensor:
     The trainer accumulates gradients over micro-batches; passing the *whole batch's*
     token count as ``denom`` makes the micro-batch losses sum to the full-batch token mean
     (so gradients do not depend on how the batch was split). An empty mask gives 0.
+    ``denom`` may also be a (B,) tensor, one denominator per row of (B, T) ``x``: the sum of
+    every valid token's value over its row's denominator (`verl_row_denominators`).
     """
     mask = mask.to(x.dtype)
+    if isinstance(denom, torch.Tensor) and denom.dim() == 1:
+        return (x * mask / denom.to(x.dtype).unsqueeze(-1)).sum()
     total = (x * mask).sum()
     if denom is None:
         denom = mask.sum().clamp(min=1.0)
@@ -106,11 +153,12 @@ def policy_loss(
     ratio = exp(lp - old); loss per token = max(-A*ratio, -A*clip(ratio, 1-low, 1+high)),
     and for A < 0 further capped at -A*dual_clip (a negative-advantage token with a huge
     ratio cannot dominate the batch). ``advantages`` is (B,) (one per row, broadcast over
-    tokens) or (B, T). The loss is the token mean (``denom``: see ``token_mean``), minus
-    ``entropy_coeff`` times the token-mean ``entropy`` when the coefficient is not 0 (pass an
-    entropy that carries gradients then). ``log_ratio_clamp`` (None: none) bounds lp - old.
-    ``row_weights`` (B,), when given, multiply each row's token losses before the mean
-    (loss balancing, drmas/algos/balance.py); the entropy term and the metrics are unweighted.
+    tokens) or (B, T). The loss is the token mean (``denom``, a number or one per row: see
+    ``token_mean``), minus ``entropy_coeff`` times the token-mean ``entropy`` (same
+    ``denom``) when the coefficient is not 0 (pass an entropy that carries gradients then).
+    ``log_ratio_clamp`` (None: none) bounds lp - old. ``row_weights`` (B,), when given,
+    multiply each row's token losses before the mean (loss balancing,
+    drmas/algos/balance.py); the entropy term and the metrics are unweighted.
 
     Metrics are token means over this call's valid tokens (weight them by ``n_tokens``
     when combining micro-batches): ``clip_frac`` (pg2 > pg1), ``dual_clip_frac`` (A < 0

@@ -56,4 +56,5 @@ def demonstrations(args, cfg, suite, rows, seed):
     from drmas.registry import DEMONSTRATIONS
 
     return DEMONSTRATIONS.get(suite.mas)(rows, seed=seed, mistake_rate=cfg.warmstart.mistake_rate,
-                                         retriever=retriever(args, suite, cfg))
+                                         retriever=retriever(args, suite, cfg),
+                                         last_turn=cfg.search_last_turn)   # search MAS only

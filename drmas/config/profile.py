@@ -56,7 +56,7 @@ class TrainConfig:
     lora_rank: int = opt(0, "LoRA rank of the q/k/v/o projections (0 = full fine-tuning); saved weights are merged, so they load without peft", minimum=0)
     lora_alpha: float = opt(32.0, "LoRA scaling numerator (the update is scaled by lora_alpha / lora_rank)", exclusiveMinimum=0)
     entropy_coeff: float = opt(0.0, "entropy bonus coefficient in the policy loss (the paper's search runs: 0.001, its math runs: 0)", minimum=0)
-    loss_aggregation: Literal["minibatch", "verl"] = opt("verl", "token-mean of the loss: `verl` = mean per micro-batch, then over micro-batches (the paper's code); `minibatch` = one token denominator over the whole mini-batch")
+    loss_aggregation: Literal["minibatch", "verl"] = opt("verl", "token-mean of the loss: `verl` = mean per micro-batch, then over micro-batches, each row weighed as in the paper's code (its micro-batches: the mini-batch's rows in data order, `micro_batch_rows` per device, agents mixed), whatever micro-batches are run; `minibatch` = one token denominator over the whole mini-batch")
     log_ratio_clamp: float | None = opt(None, "clamp the new/old log-ratio to +-this before exp (null = no clamp, as verl)", exclusiveMinimum=0)
     max_prompt_tokens: int | None = opt(4096, "longest prompt in tokens; longer ones are cut on the `prompt_truncation` side (null = no cap)", **POS)
     prompt_truncation: Literal["left", "middle", "right"] = opt("left", "which part of an over-long prompt is cut: left keeps the end (the paper's search runs), middle keeps both ends (its math runs), right keeps the start")
@@ -67,13 +67,14 @@ class TrainConfig:
     kl_coef: float = opt(0.001, "KL in reward: initial beta of the adaptive controller", minimum=0)
     kl_target: float = opt(0.1, "KL in reward: the adaptive controller's target mean per-token KL", exclusiveMinimum=0)
     kl_horizon: int = opt(10000, "KL in reward: the adaptive controller's horizon in rows (beta changes by at most 20% x rows / horizon per step)", **POS)
+    paired_every: int = opt(0, "paired same-batch gradient measurement (metrics `paired/<agent>/grad_sq_{grpo,drmas,offset}`): at step 0 and every this many steps, before the update, each agent's squared norm of the policy-gradient term at ratio 1 on the same rows and weights with GRPO's, Dr. MAS's and the offset-only advantages; a measured step costs one forward/backward pass over the batch per set, about 3x the update (its own phase, `time.paired`); 0 = off", minimum=0)
 
 
 #: Properties of a whole run (batch shape, schedule): one value for all agents, so a
 #: per-agent override of one of them is an error.
 RUN_KEYS = ("steps", "prompts_per_step", "group_n", "ppo_mini_batches", "save_every", "norm_by_std",
             "per_slot_uids", "epochs", "loss_balance", "kl_in_reward", "kl_coef", "kl_target",
-            "kl_horizon")
+            "kl_horizon", "paired_every")
 
 
 @dataclass(frozen=True)
@@ -241,6 +242,7 @@ class Config:
     method_defs: dict[str, MethodDef] = opt(factory=dict, help="named methods: an estimator plus train settings (e.g. {grpo_clip0.1: {estimator: grpo, train: {grad_clip: 0.1}}})")
     threads: int = opt(1, "torch threads per job (Snakemake runs jobs side by side)", **POS)
     prompt_set: Literal["upstream", "compact", "smol"] = opt("upstream", "the agents' prompts: `upstream` = the paper's templates exactly; `compact` = short prompts for the tiny models; `smol` = plain instructions with the output format by example, for a small pretrained chat model (all: same control flow and parsing)")
+    search_last_turn: Literal["answer", "verify"] = opt("verify", "the search MAS's last turn: `verify` = the Verifier routes it as every turn, \"yes\" to the Answerer, \"no\" to nothing (no Searcher: no answer, reward 0), as upstream's current code; `answer` = no Verifier call, the Answerer always answers (upstream's earlier code)")
     datasets: dict[str, str] = opt(factory=dict, help="per suite, which `datasets:` entry of its benchmark file to use (default: the profile name)")
     tokenizer: TokenizerConfig = opt(factory=TokenizerConfig, help="the tiny models' tokenizer")
     warmstart: WarmstartConfig = opt(factory=WarmstartConfig, help="warm start of the tiny models")

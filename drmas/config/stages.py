@@ -9,7 +9,9 @@ or an evaluation setting leaves data preparation and warm starts alone. See ARCH
 "Reruns".
 
 Machine settings (threads, `resources:`) are not part of any key: they decide where a job
-runs, not what it computes (a run resumes the same with any number of workers).
+runs, not what it computes (a run resumes the same with any number of workers). The one
+exception: under `loss_aggregation: verl` the worker count is part of a run's key, because
+verl's token-mean weighs rows by their micro-batch on each device.
 """
 
 from __future__ import annotations
@@ -46,17 +48,27 @@ def index_key(cfg: Config) -> dict:
                                                       "max_length": r.max_length}
 
 
+def mas_key(cfg: Config, suite: Suite) -> dict:
+    """What shapes the suite's episodes: its MAS keys, and the profile keys of its MAS
+    (`search_last_turn` for the search MAS only, so that changing it reruns only the jobs
+    of searching suites)."""
+    key = suite.mas_keys()
+    if suite.mas == "search":
+        key["search_last_turn"] = cfg.search_last_turn
+    return key
+
+
 def tokenizer_key(cfg: Config, suite: Suite) -> dict:
     """The tokenizer is trained on the demonstrations' text (their prompts and mistakes)."""
     c = cfg.for_suite(suite.name)
     return {"tokenizer": plain(c.tokenizer), "mistake_rate": c.warmstart.mistake_rate,
-            "mas": suite.mas_keys()}
+            "mas": mas_key(c, suite)}
 
 
 def warmstart_key(cfg: Config, suite: Suite, model: str) -> dict:
     c = cfg.for_suite(suite.name)
     return {"model": plain(c.models[model]), "warmstart": plain(c.warmstart_for(model)),
-            "roles": c.roles_of(model, suite.agents), "mas": suite.mas_keys()}
+            "roles": c.roles_of(model, suite.agents), "mas": mas_key(c, suite)}
 
 
 def _models_of(cfg: Config, suite: Suite, assignment: str) -> dict:
@@ -72,10 +84,14 @@ def train_key(cfg: Config, suite: Suite, assignment: str, method: str, seed: int
     c = cfg.for_suite(suite.name).for_method(method)
     key = {"suite": suite.name, "assignment": assignment, "method": method,
            "estimator": c.method(method).estimator, "seed": int(seed),
-           "prompt_set": c.prompt_set, "mas": suite.mas_keys(), **_models_of(c, suite, assignment),
+           "prompt_set": c.prompt_set, "mas": mas_key(c, suite), **_models_of(c, suite, assignment),
            "train": {a: plain(c.agent_train(a)) for a in suite.agents}}
     key["warmstart"] = {m: warmstart_key(cfg, suite, m)["warmstart"]
                         for m, spec in key["models"].items() if spec["kind"] == "tiny"}
+    if any(key["train"][a]["loss_aggregation"] == "verl" for a in suite.agents):
+        # verl's token-mean weighs a row by its micro-batch on its device, as upstream does
+        # (algos/loss.py, verl_row_denominators): the worker count is then part of the result
+        key["workers_per_group"] = c.resources.workers_per_group
     return key
 
 
@@ -85,7 +101,7 @@ def eval_key(cfg: Config, suite: Suite, assignment: str, method: str, seed: int)
     c = cfg.for_suite(suite.name)
     if method != "base":
         c = c.for_method(method)
-    key = {"eval": plain(c.eval), "seed": int(seed), "mas": suite.mas_keys(),
+    key = {"eval": plain(c.eval), "seed": int(seed), "mas": mas_key(c, suite),
            "prompt_set": c.prompt_set,
            "max_response_tokens": {a: c.agent_train(a).max_response_tokens for a in suite.agents},
            "datasets": suite.data_spec(cfg.dataset_key(suite.name))}

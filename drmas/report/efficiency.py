@@ -5,7 +5,9 @@ effective "while improving efficiency". This table reads what every run already 
 step in `metrics.jsonl`:
 - `time.<phase>`: wall seconds of the step's phases, measured by the driver: `generate`
   (rollouts, all agents), `reward`, `advantages`, `update` (PPO mini-updates of every worker
-  group), `sync` (weights pushed to the rollout engines), `total` (the whole step);
+  group), `sync` (weights pushed to the rollout engines), `paired` (the paired gradient
+  measurement, `train.paired_every`: only on the steps that measure, so its median is per
+  measured step; absent from runs without it), `total` (the whole step, `paired` included);
 - `tokens_per_s`: generated tokens per second of `generate`;
 - `memory.<group>`: each worker group's peak memory so far (`peak_rss_mb`: the resident set
   of its process on a CPU; `peak_mem_mb`: torch's peak allocation on a GPU).
@@ -31,8 +33,9 @@ from drmas.errors import DataError
 from drmas.report.intervals import N_BOOT, seed_bootstrap
 from drmas.report.style import row_order
 
-PHASES = ["generate", "update", "sync", "total"]
+PHASES = ["generate", "update", "sync", "paired", "total"]
 COLUMNS = {**{p: f"{p} (ms/step)" for p in PHASES},
+           "paired": "paired (ms/measured step)",
            "tokens_per_s": "rollout tokens/s",
            "peak_max_mb": "peak memory, largest group (MB)",
            "peak_sum_mb": "peak memory, all groups (MB)"}
@@ -89,7 +92,9 @@ def efficiency_table(run_dirs: list[str], n_boot: int = N_BOOT,
 
 def note(n_boot: int = N_BOOT) -> str:
     """What the efficiency table's cells mean (printed under it)."""
-    return ("Per run: each phase's median wall time over steps (ms), the median rollout throughput, "
+    return ("Per run: each phase's median wall time over steps (ms; `paired`, the paired "
+            "gradient measurement, over the steps that measure it, and included in `total` "
+            "there), the median rollout throughput, "
             "and the worker groups' peak memory at the last step (CPU: resident set per "
             "process; GPU: torch's peak allocation). Cells: mean over seeds [95% bootstrap "
             f"interval over seeds, {n_boot} replicates; one seed: the value alone]. Times "

@@ -2,8 +2,9 @@
 
 - `<suite>_grad_norm.png`: per-agent gradient norm before clipping, GRPO vs Dr. MAS;
 - `<suite>_team_reward.png`: team reward during RL per method;
-- `<suite>_theory_check.png` (+ `.csv`): the lemma's predicted inflation against the measured
-  one (`theory.py`);
+- `<suite>_theory_check.png` (+ `.csv`): per agent and step, the GRPO / Dr. MAS squared
+  gradient ratio its batch's advantages predict against the same-batch paired measurement,
+  with the lemma's factor and upstream's beside them in the table (`theory.py`);
 - `<suite>_diagnostics.png`: per agent, its grad norm and its inflation factor on the same
   steps, spikes marked (`stability.spike_mask`).
 
@@ -149,7 +150,7 @@ def write_figures(cfg: Config, suite: Suite, run_dirs: list[str], out: str,
             fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
         plt.close(fig)
     with atomic_path(out_dir / f"{suite.name}_theory_check.csv") as tmp:
-        theory.to_csv(tmp, index=False, float_format="%.4f")
+        theory.to_csv(tmp, index=False, float_format="%.6g")     # squared norms can be tiny
 
 
 def caption(name: str) -> str:

@@ -2,9 +2,12 @@
 
 One row per (run, step, agent): the agent's gradient norm before clipping, clip fraction
 and approximate KL (its own when the run logged them per agent, else its worker group's),
-its group's skipped optimiser steps, the team reward, and the Lemma 4.2 diagnostics of the
-step's batch (`adv_diag`; runs written before those were logged carry the older
-`theory.agents.<agent>.factor`, read as the inflation factor's mean).
+its group's skipped optimiser steps, the team reward, the Lemma 4.2 diagnostics of the
+step's batch (`adv_diag`: upstream's, and the same-batch prediction `predicted_ratio`,
+`lemma_factor`; runs written before those were logged carry the older
+`theory.agents.<agent>.factor`, read as the inflation factor's mean), and on the steps that
+measured it the paired same-batch gradient measurement (`paired`: `grad_sq_grpo`,
+`grad_sq_drmas`, `grad_sq_offset`, its `rows` as `paired_rows`; NaN on the other steps).
 """
 
 from __future__ import annotations
@@ -20,7 +23,12 @@ from drmas.errors import DataError
 
 COLUMNS = ["suite", "assignment", "method", "seed", "step", "agent", "grad_norm", "clip_frac",
            "approx_kl", "skipped_steps", "team_reward", "agent_reward", "inflation_factor_mean",
-           "inflation_factor_p95", "inflation_factor_max", "mean_gap_mean", "var_ratio_mean"]
+           "inflation_factor_p95", "inflation_factor_max", "mean_gap_mean", "var_ratio_mean",
+           "predicted_ratio", "lemma_factor", "grpo_adv_sq", "drmas_adv_sq",
+           "grad_sq_grpo", "grad_sq_drmas", "grad_sq_offset", "paired_rows"]
+DIAG_COLUMNS = COLUMNS[12:COLUMNS.index("grad_sq_grpo")]      # read from adv_diag/<agent>
+PAIRED_COLUMNS = {"grad_sq_grpo": "grad_sq_grpo", "grad_sq_drmas": "grad_sq_drmas",
+                  "grad_sq_offset": "grad_sq_offset", "paired_rows": "rows"}   # from paired/<agent>
 
 
 def _num(value) -> float:
@@ -52,6 +60,7 @@ def read_run(run: str | Path) -> list[dict]:
         for agent, a in m["agents"].items():
             g = (m.get("groups") or {}).get(group_of.get(agent), {})
             diag = _diag(m, agent)
+            paired = (m.get("paired") or {}).get(agent) or {}
             records.append({
                 "suite": meta.get("suite"), "assignment": meta["assignment"],
                 "method": meta["method"], "seed": meta["seed"], "step": m["step"], "agent": agent,
@@ -61,7 +70,8 @@ def read_run(run: str | Path) -> list[dict]:
                 "skipped_steps": _num(g.get("skipped_steps")),
                 "team_reward": _num(m["team_reward"]["mean"]),
                 "agent_reward": _num((a.get("reward") or {}).get("mean")),
-                **{k: _num(diag.get(k)) for k in COLUMNS[12:]}})
+                **{k: _num(diag.get(k)) for k in DIAG_COLUMNS},
+                **{k: _num(paired.get(key)) for k, key in PAIRED_COLUMNS.items()}})
     return records
 
 

@@ -42,13 +42,15 @@ def make_retriever_for(suite, index: str | None = None, url: str | None = None, 
                         deadline_s=settings.deadline_s)
 
 
-def build_orchestra(suite, retriever=None, prompt_set: str = "compact"):
+def build_orchestra(suite, retriever=None, prompt_set: str = "compact", last_turn: str = "answer"):
     """The suite's MAS with its loop limits, prompt set (`compact` or `upstream`, see
-    drmas/mas/prompting.py) and retriever (for searching MAS)."""
+    drmas/mas/prompting.py), retriever (for searching MAS) and, for the search MAS, its
+    last turn (`last_turn`: the config's `search_last_turn`; other MAS ignore it)."""
     from drmas.registry import MAS
 
     return MAS.get(suite.mas)(max_loop=suite.max_loop, max_turns=suite.max_turns,
-                              topk=suite.topk, retriever=retriever, prompt_set=prompt_set)
+                              topk=suite.topk, retriever=retriever, prompt_set=prompt_set,
+                              last_turn=last_turn)
 
 
 def run_mas(orchestra, problems: Sequence[dict], groups: dict, agent_group: dict[str, str],

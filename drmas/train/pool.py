@@ -239,6 +239,18 @@ class RayGroup:
     def wait(self, handle) -> dict:
         return {"rows": 0} if handle is None else self._collect(handle)[0]
 
+    def paired_grad_sq(self, rows: list[dict], advantage_sets: dict) -> dict:
+        """The paired gradient measurement (`GroupWorker.paired_grad_sq`): every rank gets all
+        rows, once, through the object store; the result is the same on every rank."""
+        import ray
+
+        if not rows:
+            return {}
+        t0 = time.perf_counter()                   # the put is Ray overhead too
+        ref = ray.put(rows)
+        return self._collect((t0, self._submit("paired_grad_sq",
+                                               [(ref, advantage_sets)] * self.world)[1]))[0]
+
     def sync(self) -> float:
         return max(self._all("sync"))
 

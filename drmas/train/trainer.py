@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from drmas.algos.advantages import compute_advantages, lemma_diagnostics
+from drmas.algos.advantages import (compute_advantages, lemma_diagnostics, lemma_prediction,
+                                   offset_advantages, pool_std_fractions)
 from drmas.config.groups import engine_options, model_dir, plan_groups
 from drmas.config.profile import Config
 from drmas.config.stages import changed_keys, digest, train_key
@@ -67,12 +68,17 @@ class ProblemSampler:
         return {"epoch": self.epoch, "pos": self.pos}
 
 
-def episode_rows(episodes, team_rewards, penalty: float, agent_group: dict, n: int) -> list[dict]:
-    """One row per agent call (ARCHITECTURE.md, "Data contracts": rollout row)."""
+def episode_rows(episodes, team_rewards, penalty: float, agent_group: dict) -> list[dict]:
+    """One row per agent call (ARCHITECTURE.md, "Data contracts": rollout row).
+
+    A row's `traj_uid` is its episode's index in the step's batch: unique per drawn slot, so
+    a problem drawn twice in one step under one uid (`per_slot_uids: false`) pools 2n
+    trajectories, not n that each merge an episode of both draws. Without such a repeat the
+    trajectories are the same as with the rollout index within the slot (e % n)."""
     rows = []
     for e, (ep, reward) in enumerate(zip(episodes, team_rewards)):
         for t in ep.turns:
-            rows.append({"uid": ep.problem["uid"], "traj_uid": e % n, "agent": t.agent,
+            rows.append({"uid": ep.problem["uid"], "traj_uid": e, "agent": t.agent,
                          "group": agent_group[t.agent], "turn": t.turn,
                          "prompt_ids": t.gen.prompt_ids, "response_ids": t.gen.response_ids,
                          "logprobs": t.gen.logprobs, "valid": t.action.valid,
@@ -130,7 +136,8 @@ class Trainer:
         self.plan = plan_groups(cfg, assignment, suite.agents)
         self.agent_group = {a: g for g, spec in self.plan.items() for a in spec["agents"]}
         self.train = cfg.train
-        self.orchestra = build_orchestra(suite, retriever, prompt_set=cfg.prompt_set)
+        self.orchestra = build_orchestra(suite, retriever, prompt_set=cfg.prompt_set,
+                                         last_turn=cfg.search_last_turn)
         self.reward = get_reward(suite.reward)
         self.sampler = ProblemSampler(train_rows, self.train.prompts_per_step, seed)
         self.shaping = RowShaping(self.train)     # KL in reward, loss balance (off by default)
@@ -195,7 +202,7 @@ class Trainer:
                            derived_seed(self.seed, "rollout", self.step))
         lap("generate")
         team = score_episodes(episodes, self.reward)
-        rows = episode_rows(episodes, team, self.suite.invalid_penalty, self.agent_group, n)
+        rows = episode_rows(episodes, team, self.suite.invalid_penalty, self.agent_group)
         lap("reward")
         shaping = {"kl_ctrl": self.shaping.apply_kl(rows, self.groups)}
         if shaping["kl_ctrl"] is not None:
@@ -208,6 +215,10 @@ class Trainer:
             row["advantage"] = a
         shaping["loss_balance"] = self.shaping.add_loss_weights(rows)
         lap("advantages")
+        paired = None
+        if self.train.paired_every and self.step % self.train.paired_every == 0:
+            paired = self._paired(rows, cols)     # before the update: the same weights
+            lap("paired")
         group_metrics = self._update(rows)
         lap("update")
         for grp in self.groups.values():
@@ -220,7 +231,34 @@ class Trainer:
         m = self._metrics(episodes, team, rows, group_metrics, cols, times)
         m["memory"] = memory
         m.update({k: v for k, v in shaping.items() if v is not None})
+        if paired is not None:
+            m["paired"] = paired
         return m
+
+    def _paired(self, rows: list[dict], cols: dict) -> dict:
+        """The paired same-batch measurement (`train.paired_every`; drmas/algos/paired.py):
+        per agent, the squared norm of the policy-gradient term at ratio 1 on this batch's
+        rows and the weights before the update, with GRPO's advantages (global mean and
+        std), Dr. MAS's (the agent's own) and the offset-only ones (mu_k - mu) / sigma, each
+        row weighted by its `loss_weight` when there is one. {agent: {"grad_sq_grpo",
+        "grad_sq_drmas", "grad_sq_offset", "rows"}} for the agents with rows."""
+        scores = np.asarray(cols["score"])
+        ids = (cols["uid"], cols["traj_uid"], cols["agent"])
+        norm = self.train.norm_by_std
+        sets = {"grad_sq_grpo": compute_advantages(scores, *ids, mean_by="global",
+                                                   std_by="global", norm_by_std=norm),
+                "grad_sq_drmas": compute_advantages(scores, *ids, mean_by="agent",
+                                                    std_by="agent", norm_by_std=norm),
+                "grad_sq_offset": offset_advantages(scores, *ids, norm_by_std=norm)}
+        sets = {k: v.tolist() for k, v in sets.items()}
+        keys = ("agent", "prompt_ids", "response_ids")
+        keys += ("loss_weight",) if rows and "loss_weight" in rows[0] else ()
+        out = {}
+        for g, grp in self.groups.items():
+            idx = [i for i, r in enumerate(rows) if r["group"] == g]
+            mine = [{k: rows[i][k] for k in keys} for i in idx]
+            out.update(grp.paired_grad_sq(mine, {k: [v[i] for i in idx] for k, v in sets.items()}))
+        return {a: out[a] for a in self.suite.agents if a in out}
 
     def _update(self, rows: list[dict]) -> dict:
         """Each group updates on its own rows only; groups on disjoint slices of the pool
@@ -254,10 +292,14 @@ class Trainer:
             for key in ("agent_grad_norm", "agent_clip_frac", "agent_approx_kl"):
                 g.pop(key, None)
         tokens = sum(len(r["response_ids"]) for r in rows)
+        batch = (np.asarray(cols["score"]), cols["uid"], cols["traj_uid"], cols["agent"])
+        # upstream's Lemma 4.2 names, then the same-batch prediction (ARCHITECTURE.md, Run folder)
+        adv_diag = lemma_diagnostics(*batch)
+        for agent, pred in lemma_prediction(*batch, norm_by_std=self.train.norm_by_std).items():
+            adv_diag.setdefault(agent, {}).update(pred)
         return {"step": self.step, "team_reward": _stats(team), "agents": agents,
-                "groups": group_metrics,
-                "adv_diag": lemma_diagnostics(np.asarray(cols["score"]), cols["uid"],
-                                              cols["traj_uid"], cols["agent"]),
+                "groups": group_metrics, "adv_diag": adv_diag,
+                "adv_std": pool_std_fractions(batch[0], cols["uid"], cols["agent"]),
                 "episodes": {k: float(np.mean([ep.info.get(k, 0) for ep in episodes]))
                              for k in episodes[0].info} if episodes else {},
                 "rows": len(rows), "tokens_per_s": tokens / max(timings["generate"], 1e-9),

@@ -32,7 +32,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from drmas.algos.loss import LossOptions, policy_loss
+from drmas.algos.loss import LossOptions, policy_loss, verl_row_denominators
 from drmas.config.profile import TrainConfig
 from drmas.mas.base import Messages
 from drmas.models.encoding import PromptEncoding, encode_prompt
@@ -159,6 +159,10 @@ class GroupWorker:
         """PPO-clip update on the group's rows (`prompt_ids`, `response_ids`, `advantage`,
         `agent`): `settings.ppo_mini_batches` optimiser steps, micro-batched. Every rank gets
         all rows, draws the same mini-batches, and backpropagates its share of each.
+        Micro-batches are per agent and sorted by length (memory, exact per-agent norms);
+        under `loss_aggregation: verl` each row is nonetheless weighed as in upstream's
+        layout, where micro-batches of `micro_batch_rows` rows per device mix the agents in
+        data order (`verl_row_denominators`), so the gradient is upstream's.
 
         Returns per-group metrics and, per agent, the norm of that agent's share of the
         gradient (before clipping), averaged over mini-batches: with a shared model the group
@@ -179,18 +183,22 @@ class GroupWorker:
         norms, agent_norms, skipped = [], {a: [] for a in self.agents}, 0
         per_agent = {a: {"clip_frac": 0.0, "approx_kl": 0.0, "tokens": 0} for a in self.agents}
         self.model.train()
+        opts = LossOptions.of(s)
         for mini, agents in zip(minis, plan):
-            n_micro = sum(len(rank_chunks([i for i in mini if rows[i]["agent"] == a], 0, 1,
-                                          s.micro_batch_rows, lengths, s.micro_batch_tokens))
-                          for a in self.agents)        # all ranks' micro-batches of this mini
-            denom = LossOptions.of(s).scale(float(sum(len(rows[i]["response_ids"]) for i in mini)),
-                                            n_micro)
+            row_denoms = None
+            if opts.loss_aggregation == "verl":      # each row weighed as in upstream's layout
+                in_order = sorted(mini)              # data order, agents mixed
+                row_denoms = dict(zip(in_order, verl_row_denominators(
+                    [len(rows[i]["response_ids"]) for i in in_order], s.micro_batch_rows,
+                    self.world)))
+            denom = opts.scale(float(sum(len(rows[i]["response_ids"]) for i in mini)),
+                               row_denominators=row_denoms)
             self.optimizer.zero_grad(set_to_none=True)
             before = self._grads()
             for agent, chunks in agents:       # agent by agent: exact per-agent norms
                 for chunk in chunks:
                     self._backward([rows[i] for i in chunk], [old[i] for i in chunk], denom, totals,
-                                   per_agent[agent])
+                                   per_agent[agent], chunk)
                 if chunks:
                     after = self._grads()
                     diff = dist.all_sum([sum(float((a - b).double().pow(2).sum())
@@ -217,6 +225,67 @@ class GroupWorker:
             if n:
                 out.setdefault("agent_clip_frac", {})[a] = clip / n
                 out.setdefault("agent_approx_kl", {})[a] = kl / n
+        return out
+
+    def paired_grad_sq(self, rows: list[dict], advantage_sets: dict[str, list[float]]) -> dict:
+        """The paired same-batch measurement (drmas/algos/paired.py): per agent of this group,
+        the squared norm of the gradient of that agent's policy-gradient term at ratio 1 (no
+        clip, entropy or KL) on its own rows (`prompt_ids`, `response_ids`, `agent`, and
+        `loss_weight` when present), once per advantage set ({name: one value per row}).
+
+        Returns {agent: {name: grad_sq, ..., "rows": n}} for the agents with rows. The token
+        denominator is the group's total response tokens over `rows` (all its agents'): one
+        fixed scale, so the ratio of two sets does not depend on it. The rows are packed and
+        micro-batched as `update` does (micro_batch_rows/tokens, autocast, temperature), with
+        the model in train mode; weights, optimiser state, gradients (None after) and RNG
+        states are left as they were. With W > 1 every rank gets all rows, backpropagates its
+        share of the micro-batches (FSDP2 reduces the gradients) and the squared local shards
+        are summed over ranks, as `update` does for per-agent norms: identical on every rank.
+        """
+        from drmas.algos.paired import surrogate_grad_sq
+
+        s = self.settings
+        if not rows:
+            return {}
+        self.sleep()
+        lengths = [len(r["prompt_ids"]) + len(r["response_ids"]) for r in rows]
+        denom = float(max(sum(len(r["response_ids"]) for r in rows), 1))
+        adv = {k: torch.tensor(v, dtype=torch.float64) for k, v in advantage_sets.items()}
+        weights = (torch.tensor([r["loss_weight"] for r in rows], dtype=torch.float64)
+                   if "loss_weight" in rows[0] else None)
+
+        def micro(chunk):
+            def get():
+                if not chunk:
+                    if self.world > 1:
+                        self._dummy_forward(backward=True)
+                    return None
+                ids, attn, resp = self._pack([rows[i] for i in chunk])
+                with autocast(self.device, self.dtype):
+                    lp, _ = response_logprobs(self.model, ids, attn, s.temperature, resp=resp)
+                return lp, resp, torch.tensor(chunk)
+            return get
+
+        out = {}
+        devices = [self.device] if self.device.type == "cuda" else []
+        self.model.train()
+        try:
+            with torch.random.fork_rng(devices=devices):
+                for agent in self.agents:
+                    idx = [i for i, r in enumerate(rows) if r["agent"] == agent]
+                    if not idx:
+                        continue
+                    chunks = rank_chunks(idx, self.rank, self.world, s.micro_batch_rows, lengths,
+                                         s.micro_batch_tokens)
+                    sq = surrogate_grad_sq(
+                        self.params, [micro(c) for c in chunks], adv, denom, weights,
+                        backward=lambda loss: (loss * self.world).backward(),  # FSDP averages
+                        sq_norm=dist.sq_norm, reduce=dist.all_sum)
+                    out[agent] = {**sq, "rows": len(idx)}
+        finally:
+            self.model.eval()
+            for p in self.params:
+                p.grad = None
         return out
 
     def _grads(self) -> list[torch.Tensor]:
@@ -260,10 +329,12 @@ class GroupWorker:
             (logits.float().sum() * 0.0).backward()
 
     def _backward(self, rows: list[dict], old: list[torch.Tensor], denom, totals: dict,
-                  agent_totals: dict | None = None):
-        """Backpropagate one micro-batch; `denom(micro_tokens)` divides its summed token
-        losses (`LossScale`: the mini-batch's aggregate, see drmas/algos/loss.py);
-        `agent_totals` collects this agent's clip fraction and KL (token-weighted)."""
+                  agent_totals: dict | None = None, idx: Sequence[int] | None = None):
+        """Backpropagate one micro-batch; `denom(micro_tokens, idx)` divides its summed token
+        losses (`LossScale`: the mini-batch's aggregate, see drmas/algos/loss.py; under verl
+        one denominator per row, from the rows' indices `idx` in the mini-batch's rows);
+        `agent_totals` collects this agent's clip fraction and KL (token-weighted). The logged
+        loss is the micro-batch's share of the mini-batch loss times its token count."""
         if not rows:
             if self.world > 1:
                 self._dummy_forward(backward=True)
@@ -280,16 +351,19 @@ class GroupWorker:
         adv = torch.tensor([r["advantage"] for r in rows], dtype=torch.float32, device=self.device)
         weights = (torch.tensor([r["loss_weight"] for r in rows], device=self.device)
                    if "loss_weight" in rows[0] else None)      # loss balance (algos/balance.py)
-        denom = denom(float(resp.sum()))
+        scale = denom(float(resp.sum()), idx)
+        if isinstance(scale, torch.Tensor):
+            scale = scale.to(self.device)
         loss, m = policy_loss(lp, old_full, adv, resp, clip_low=self.settings.clip_low,
                               clip_high=self.settings.clip_high, dual_clip=self.settings.dual_clip,
-                              entropy=entropy, denom=denom,
+                              entropy=entropy, denom=scale,
                               entropy_coeff=opts.entropy_coeff, log_ratio_clamp=opts.log_ratio_clamp,
                               row_weights=weights)
         # FSDP averages gradients over ranks; the loss is a sum over all ranks' tokens / denom
         (loss * self.world).backward()
         n = m["n_tokens"]
-        totals["loss"] += float(loss.detach()) * denom
+        totals["loss"] += float(loss.detach()) * (denom.minibatch_tokens
+                                                  if isinstance(scale, torch.Tensor) else scale)
         for key in ("clip_frac", "approx_kl", "entropy"):
             totals[key] += m[key] * n
         totals["tokens"] += n

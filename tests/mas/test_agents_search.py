@@ -146,6 +146,65 @@ def test_last_turn_answers_without_the_verifier():
     assert tagless.turns[0].action.valid is False and tagless.answer == "<answer>x</answer>"
 
 
+def test_last_turn_verified_routes_yes_to_the_answerer_and_no_to_nobody():
+    """`last_turn="verify"` (upstream's current orchestra): the Verifier is called on every
+    turn, the last included; there a "yes" goes to the Answerer, a "no" to nobody (no
+    Searcher, no Answerer): no answer, reward 0."""
+    from drmas.rewards import get_reward
+    from drmas.rollout.mas import score_episodes
+
+    script = {
+        "stuck": {"verifier": ["<verify>no</verify>"] * 4, "searcher": ["<search>Q</search>"] * 3,
+                  "answerer": []},
+        "late": {"verifier": ["<verify>no</verify>"] * 3 + ["<verify>yes</verify>"],
+                 "searcher": ["<search>Q</search>"] * 3, "answerer": ["<answer>x</answer>"]},
+        "mute": {"verifier": ["<verify>yes</verify>"] * 4, "answerer": ["no tag"] * 4},
+        "tagless": {"verifier": ["<verify>no</verify>"] * 3 + ["I think so"],   # missing = yes
+                    "searcher": ["no tag"] * 3, "answerer": ["<answer>x</answer>"]},
+    }
+    act, log = scripted(script)
+    retriever = FakeRetriever({})
+    orchestra = SearchOrchestra(max_turns=4, retriever=retriever, last_turn="verify")
+    stuck, late, mute, tagless = orchestra.run(problems("stuck", "late", "mute", "tagless"), act)
+    # turn 4: one Verifier call for all four, the Answerer for the three "yes", no Searcher
+    assert log[-2:] == [("verifier", 4), ("answerer", 3)]
+    assert not any(t.agent == "searcher" and t.turn == 3 for ep in (stuck, late, mute, tagless)
+                   for t in ep.turns)
+    assert [t.agent for t in stuck.turns][-3:] == ["verifier", "searcher", "verifier"]
+    assert "answerer" not in [t.agent for t in stuck.turns] and len(retriever.calls) == 3
+    assert stuck.info == {"num_turns": 4, "searches": 3, "searched_before_answer": 0, "forced_zero": True}
+    assert stuck.answer == ""
+    assert [t.agent for t in late.turns][-2:] == ["verifier", "answerer"] and late.turns[-1].turn == 3
+    assert late.info == {"num_turns": 4, "searches": 3, "searched_before_answer": 1, "forced_zero": False}
+    assert mute.info["forced_zero"] and len(mute.history) == 4
+    assert tagless.turns[-2].action.valid is False and tagless.answer == "<answer>x</answer>"
+    rewards = score_episodes([stuck, late, mute, tagless], get_reward("qa"))
+    assert rewards == [0.0, 1.0, 0.0, 1.0]
+
+
+def test_last_turn_flows_agree_before_the_last_turn():
+    """The two flows differ on the last turn only: with an answer by turn 3 they are one."""
+    def run(last_turn):
+        script = {"q": {"verifier": ["<verify>no</verify>", "<verify>yes</verify>"],
+                        "searcher": ["<search>Alpha</search>"], "answerer": ["<answer>x</answer>"]}}
+        act, log = scripted(script)
+        (ep,) = SearchOrchestra(max_turns=4, retriever=FakeRetriever({"Alpha": "A."}),
+                                last_turn=last_turn).run(problems("q"), act)
+        return log, [(t.agent, t.turn, t.gen.text) for t in ep.turns], ep.info
+    assert run("answer") == run("verify")
+    with pytest.raises(ValueError, match="last_turn must be one of answer, verify"):
+        SearchOrchestra(retriever=FakeRetriever({}), last_turn="search")
+
+
+def test_max_turns_one_verified():
+    act, log = scripted({"q": {"verifier": ["<verify>no</verify>"]},
+                         "r": {"verifier": ["<verify>yes</verify>"], "answerer": ["<answer>x</answer>"]}})
+    q, r = SearchOrchestra(max_turns=1, retriever=FakeRetriever({}), last_turn="verify").run(
+        problems("q", "r"), act)
+    assert log == [("verifier", 2), ("answerer", 1)]           # the only turn is the last
+    assert (q.info["forced_zero"], q.info["num_turns"], r.info["forced_zero"]) == (True, 1, False)
+
+
 def test_evidence_stats_for_rows_that_name_their_passages():
     script = {
         "early": {"verifier": ["<verify>no</verify>", "<verify>yes</verify>"],
@@ -194,4 +253,7 @@ def test_build_orchestra_from_the_suite_file():
     assert (orchestra.max_turns, orchestra.topk) == (4, 3)
     upstream = build_orchestra(load_suite(ROOT / "benchmarks" / "search.yaml"),
                                retriever=FakeRetriever({}), prompt_set="upstream")
-    assert upstream.answerer.prompts is PROMPT_SETS["upstream"]
+    assert upstream.answerer.prompts is PROMPT_SETS["upstream"] and upstream.last_turn == "answer"
+    verified = build_orchestra(load_suite(ROOT / "benchmarks" / "search.yaml"),
+                               retriever=FakeRetriever({}), last_turn="verify")
+    assert verified.last_turn == "verify"

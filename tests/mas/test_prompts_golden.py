@@ -132,3 +132,49 @@ def test_search_upstream_prompts_at_every_turn():
     ]
     assert [t.action.valid for t in ep.turns] == [True, True, True, False, True, False, True]
     assert ep.answer == "<answer>Korvath</answer>" and ep.info["num_turns"] == 4
+
+
+# The last turn under upstream's current orchestra (`last_turn="verify"`): the Verifier is
+# called at step 4 as at every step; its "yes" goes to the Answerer, its "no" to nobody.
+LAST_OUTPUTS = {
+    "searcher": ["<think>Look up Varo.</think> <search> Varo birthplace </search>",
+                 "I will search again.", "Once more."],                # no tag: lost turns
+}
+MEMORY_3 = STEP_1 + "\nStep 2: \n" + "\nStep 3: \n"
+FIRST_THREE_TURNS = [
+    ("verifier", router(env(0), 1)),
+    ("searcher", searcher(env(0), 1, "<verify>no</verify>")),
+    ("verifier", router(env(1, STEP_1), 2)),
+    ("searcher", searcher(env(1, STEP_1), 2, "<verify>no</verify>")),
+    ("verifier", router(env(2, STEP_1 + "\nStep 2: \n"), 3)),
+    ("searcher", searcher(env(2, STEP_1 + "\nStep 2: \n"), 3, "<verify>no</verify>")),
+]
+
+
+def last_turn_run(final_verdict: str, answers: list[str]):
+    outputs = dict(LAST_OUTPUTS, verifier=["<verify>no</verify>"] * 3 + [final_verdict],
+                   answerer=answers)
+    outputs["searcher"] = list(outputs["searcher"])
+    act, seen = recording(outputs)
+    shelf = FixedRetriever(ONE_SHELF, expect=["Varo birthplace"])
+    (ep,) = SearchOrchestra(max_turns=4, topk=2, retriever=shelf, prompt_set="upstream",
+                            last_turn="verify").run(
+        [{"question": "Where was Varo born?", "answers": ["Korvath"]}], act)
+    return ep, seen
+
+
+def test_search_upstream_prompts_on_a_verified_last_turn_yes():
+    ep, seen = last_turn_run("<think>Korvath, from Doc 1.</think>\n<verify>yes</verify>",
+                             ["<think>Korvath.</think><answer> Korvath </answer>"])
+    assert seen == FIRST_THREE_TURNS + [
+        ("verifier", router(env(3, MEMORY_3), 4)),      # the last turn: the Verifier routes it
+        ("answerer", answerer(env(3, MEMORY_3))),
+    ]
+    assert ep.answer == "<answer>Korvath</answer>" and ep.info["forced_zero"] is False
+
+
+def test_search_upstream_prompts_on_a_verified_last_turn_no():
+    ep, seen = last_turn_run("<think>Still unsure.</think>\n<verify>no</verify>", [])
+    assert seen == FIRST_THREE_TURNS + [("verifier", router(env(3, MEMORY_3), 4))]
+    assert ep.answer == "" and ep.info == {"num_turns": 4, "searches": 3,
+                                           "searched_before_answer": 0, "forced_zero": True}

@@ -109,3 +109,32 @@ def test_demos_follow_the_mas_control_flow(train_rows, searcher):
         assert answers, "every episode reaches an Answerer by the last turn"
     retried = [d for d in demos if d.broken == "answerer" and d.ep.done]
     assert retried and all(sum(t.agent == "answerer" for t in d.ep.turns) == 2 for d in retried)
+
+
+def test_demos_follow_a_verified_last_turn(train_rows, searcher):
+    """`last_turn="verify"`: the Verifier judges the last turn too, "yes" only with every hop's
+    passage in; a "no" there ends the episode without an Answerer or Searcher call. The first
+    three turns are the same demonstrations as under `answer`."""
+    rows = train_rows[:300]
+    verified = simulate(rows, seed=0, mistake_rate=0.3, retriever=searcher, last_turn="verify")
+    answered = simulate(rows, seed=0, mistake_rate=0.3, retriever=searcher)
+    reached = 0
+    for v, a in zip(verified, answered):
+        assert [tr for tr, t in zip(v.traces, v.ep.turns) if t.turn < 3] == \
+               [tr for tr, t in zip(a.traces, a.ep.turns) if t.turn < 3]
+        last = [t for t in v.ep.turns if t.turn == 3]
+        if not last:
+            continue
+        reached += 1
+        assert last[0].agent == "verifier" and not any(t.agent == "searcher" for t in last)
+        says_yes = last[0].action.value == "yes"
+        assert says_yes == (v.needed() is None)
+        assert [t.agent for t in last] == (["verifier", "answerer"] if says_yes else ["verifier"])
+        assert v.ep.done == (says_yes and last[-1].action.value is not None)
+    assert reached, "some demonstrations reach the last turn"
+    with pytest.raises(ValueError, match="last_turn"):
+        simulate(rows[:1], seed=0, mistake_rate=0.3, retriever=searcher, last_turn="nope")
+    # the registered builder (what `drmas warmstart` and `drmas tokenizer` call) passes it on
+    assert (DEMONSTRATIONS.get("search")(rows[:40], seed=0, mistake_rate=0.3, retriever=searcher,
+                                         last_turn="verify")
+            == search_traces(rows[:40], seed=0, mistake_rate=0.3, retriever=searcher, last_turn="verify"))

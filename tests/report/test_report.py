@@ -17,7 +17,7 @@ from drmas.report.intervals import N_BOOT, Interval
 from drmas.report.runs import load_runs
 from drmas.report.style import DELTA_LABEL, agent_color, method_color
 from drmas.report.tables import write_table
-from drmas.report.theory import theory_table
+from drmas.report.theory import NO_PAIRED, agreement, theory_figure, theory_table
 from runs import AGENTS, fake_run, scores_file
 
 
@@ -94,13 +94,18 @@ def runs(tmp_path):
     for seed in (0, 1):
         for assignment, scale in (("shared", 1.0), ("nonshared", 1.5)):
             # GRPO: the solver's norm spikes at step 6 (10 x the typical 1.0)
+            # both methods' batches carry a prediction and, on steps 2 and 4, a paired measurement
             out.append(fake_run(tmp_path, assignment, "grpo", seed,
                                 {"solver": lambda s, c=scale: c * (10.0 if s == 6 else 1.0 + 0.01 * s),
                                  "verifier": lambda s: 0.5},
-                                {"solver": 3.0 + seed, "verifier": 1.0}))
+                                {"solver": 3.0 + seed, "verifier": 1.0},
+                                predicted={"solver": 2.0 + seed, "verifier": 0.8},
+                                paired={"solver": (2.0 + seed) * scale, "verifier": 0.8}))
             out.append(fake_run(tmp_path, assignment, "drmas", seed,
                                 {"solver": lambda s, c=scale: c * 1.0, "verifier": lambda s: 0.5},
-                                {"solver": 3.0 + seed, "verifier": 1.0}))
+                                {"solver": 3.0 + seed, "verifier": 1.0},
+                                predicted={"solver": 1.5, "verifier": 1.0},
+                                paired={"solver": 1.5, "verifier": 2.0}))
     return out
 
 
@@ -187,7 +192,8 @@ def test_figures_titles_colours_and_theory_axes(tmp_path, runs):
         assert suite.name in text and f"profile {cfg.profile}" in text, name
         assert caption(name).strip()
     # one colour per agent, in every figure that shows agents, as the fixed palette says
-    grad, check = _legend(figs["grad_norm"]), _legend(figs["theory_check"])
+    grad = _legend(figs["grad_norm"])
+    check = _legend(figs["theory_check"])
     for agent in AGENTS:
         assert grad[agent] == check[agent] == mcolors.to_hex(agent_color(agent))
     # one colour per method, in the reward and the diagnostics figures
@@ -195,33 +201,70 @@ def test_figures_titles_colours_and_theory_axes(tmp_path, runs):
     for label, method in (("GRPO", "grpo"), ("Dr. MAS", "drmas")):
         assert reward[label] == diag[label] == mcolors.to_hex(method_color(method))
     # clean legends: no semantic names posing as entries
-    assert not {"agent", "assignment", "method"} & set(check) and "y = x (theory)" in check
-    # theory check: axes contain every point, margins under 30 % of each axis
+    assert not {"agent", "assignment", "method"} & set(check) and "y = x" in check
+    # theory check: log-log, one square view holding every paired point and the diagonal
     ax = figs["theory_check"].axes[0]
-    pts = theory.groupby(["assignment", "agent"]).agg(x=("predicted", "mean"), y=("measured_sq", "mean"))
-    for lim, lo, hi in ((ax.get_xlim(), theory.predicted.min(), theory.predicted.max()),
-                        (ax.get_ylim(), theory.measured_sq.min(), theory.measured_sq.max())):
-        assert lim[0] <= lo and hi <= lim[1]
-        assert (lim[1] - lim[0] - (hi - lo)) / (lim[1] - lim[0]) < 0.30
-    assert len(pts) == 4
-    # the two verifier points coincide: they are labelled
-    labels = [t.get_text() for t in ax.texts]
-    assert "verifier / shared" in labels and "verifier / nonshared" in labels
+    assert ax.get_xscale() == ax.get_yscale() == "log" and ax.get_xlim() == ax.get_ylim()
+    paired = theory.dropna(subset=["measured_same_batch"])
+    values = np.r_[paired.predicted, paired.measured_same_batch]
+    lo, hi = ax.get_xlim()
+    assert lo <= values.min() and values.max() <= hi
+    assert np.log10(hi / lo) < 1.3 * np.log10(values.max() / values.min())
+    assert sum(len(c.get_offsets()) for c in ax.collections) == len(paired) == 32
+    # agreement: all agents in the title, per agent below the axes
+    assert "all agents: n=32, log10(meas/pred) median" in ax.get_title()
+    below = " ".join(t.get_text() for t in figs["theory_check"].texts)
+    assert "solver: n=16, log10(meas/pred) median" in below and "verifier: n=16" in below
 
 
 def test_theory_table_numbers(runs):
-    both = theory_table(load_runs(runs)).set_index(["assignment", "agent", "seed"])
-    row = both.loc[("shared", "solver", 1)]
-    grpo = (sum(1.0 + 0.01 * s for s in range(1, 9) if s != 6) + 10.0) / 8
-    assert row.grpo_norm == pytest.approx(grpo) and row.drmas_norm == pytest.approx(1.0)
-    assert row.measured_sq == pytest.approx(grpo ** 2) and row.predicted == 4.0
+    t = theory_table(load_runs(runs))
+    assert list(t.columns[:9]) == ["assignment", "agent", "seed", "step", "method", "predicted",
+                                   "lemma_factor", "upstream_factor", "measured_same_batch"]
+    assert len(t) == 8 * 8 * 2                      # every step of every run, per agent
+    t = t.set_index(["assignment", "agent", "seed", "step", "method"])
+    row = t.loc[("nonshared", "solver", 1, 2, "grpo")]
+    assert (row.predicted, row.lemma_factor, row.upstream_factor) == (3.0, 1.5, 4.0)
+    assert row.measured_same_batch == pytest.approx(3.0 * 1.5)      # 0.5 x 4.5 / 0.5
+    assert (row.grad_sq_offset, row.paired_rows) == (0.1, 6)
+    # Dr. MAS runs' batches count too; steps without a paired measurement give NaN
+    assert t.loc[("shared", "verifier", 0, 4, "drmas")].measured_same_batch == pytest.approx(2.0)
+    assert np.isnan(t.loc[("shared", "verifier", 0, 3, "drmas")].measured_same_batch)
+    stats = agreement(t.reset_index()).set_index("agent")
+    # verifier: GRPO batches exactly on the diagonal (8 points), Dr. MAS ones at 2x (8)
+    ver = stats.loc["verifier"]
+    assert ver.n == 16 and ver.median_log10 == pytest.approx(np.log10(2) / 2)
+    assert stats.loc["all"].n == 32
+
+
+def test_theory_without_paired_measurement(tmp_path):
+    """Runs without the `paired` key (and older ones without predicted_ratio): the table keeps
+    the factors, measured is NaN, and the figure says there is nothing to compare."""
+    runs = [fake_run(tmp_path, "shared", m, 0, {a: (lambda s: 1.0) for a in AGENTS},
+                     {"solver": 2.0, "verifier": 1.0}, steps=3,
+                     predicted={"solver": 1.2} if m == "grpo" else None) for m in ("grpo", "drmas")]
+    df = load_runs(runs)
+    assert df.grad_sq_grpo.isna().all() and df.paired_rows.isna().all()
+    t = theory_table(df)
+    assert len(t) == 2 * 3 * 2 and t.measured_same_batch.isna().all()
+    solver = t[(t.method == "grpo") & (t.agent == "solver")]
+    assert (solver.predicted == 1.2).all() and (solver.upstream_factor == 2.0).all()
+    assert t[t.method == "drmas"].predicted.isna().all()
+    assert agreement(t).set_index("agent").loc["all"].n == 0
+    fig = theory_figure(t, math_suite(), "default", ["shared"])
+    ax = fig.axes[0]
+    assert any(NO_PAIRED in x.get_text() for x in ax.texts)
+    assert "predicted ratio logged on 3 agent-steps" in " ".join(x.get_text() for x in ax.texts)
+    assert NO_PAIRED in ax.get_title()
+    fig.savefig(tmp_path / "empty.png")
 
 
 def test_write_figures_files(tmp_path, runs):
     write_figures(make_config(tmp_path), math_suite(), runs, str(tmp_path / "fig"))
     for name in FIGURES:
         assert (tmp_path / "fig" / f"math_{name}.png").stat().st_size > 5_000
-    assert len(pd.read_csv(tmp_path / "fig" / "math_theory_check.csv")) == 8
+    csv = pd.read_csv(tmp_path / "fig" / "math_theory_check.csv")
+    assert len(csv) == 128 and csv.measured_same_batch.notna().sum() == 32
 
 
 def test_cli_defaults_match_the_modules():

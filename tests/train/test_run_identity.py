@@ -5,7 +5,10 @@ import json
 from dataclasses import replace
 
 from conftest import make_config, math_suite
+from drmas.config.profile import workflow_config
 from drmas.config.stages import changed_keys, digest, train_key
+from drmas.config.suites import load_suite
+from repo import REPO
 from training import equal_weights, final_weights, make_trainer, stripped
 
 
@@ -95,3 +98,19 @@ def test_train_key_names_what_changed(tiny_model_dir):
     assert "train.verifier.lr" in changed_keys(a, b) and "train.solver.lr" not in changed_keys(a, b)
     assert digest(a) == digest(train_key(cfg, suite, "shared", "grpo", 0))
     assert digest(a) != digest(train_key(cfg, suite, "shared", "grpo", 1))
+
+
+def test_worker_count_is_part_of_a_verl_runs_key_only():
+    """Under `loss_aggregation: verl` rows weigh by their micro-batch on each device, so the
+    worker count changes the result (drmas/algos/loss.py); under `minibatch` it does not."""
+    suite = load_suite(REPO / "benchmarks" / "math.yaml")
+    default = REPO / "config" / "default.yaml"
+
+    def key(*over):
+        return train_key(workflow_config([default], list(over)), suite, "shared", "grpo", 0)
+
+    assert "workers_per_group" not in key()
+    assert key() == key("resources={backend: ray, workers_per_group: 2}")
+    verl = key("train={loss_aggregation: verl}")
+    assert verl["workers_per_group"] == 1
+    assert key("train={loss_aggregation: verl}", "resources={backend: ray, workers_per_group: 2}") != verl

@@ -32,17 +32,17 @@ def test_a_problem_drawn_twice_in_a_step():
 
 
 def test_per_slot_groups_keep_the_two_draws_apart():
-    """n = 2 rollouts per slot, one row each; the trainer's traj_uid is the rollout index."""
+    """n = 2 rollouts per slot, one row each; the trainer's traj_uid is the episode's index
+    in the step's batch (trainer.episode_rows), unique per drawn slot."""
     drawn = [{"id": "p"}, {"id": "p"}]
     scores = np.array([1.0, 0.0, 1.0, 1.0])        # first draw: 1, 0; second draw: 1, 1
-    traj = [0, 1, 0, 1]
+    traj = [0, 1, 2, 3]
 
     def advantages(per_slot):
         uids = [u for u in group_uids(drawn, 0, per_slot) for _ in range(2)]
         return compute_advantages(scores, uids, traj, ["a"] * 4, norm_by_std=False).tolist()
 
-    # shared: one group whose trajectories 0 and 1 each pool a rollout of both draws
-    # (means 1 and 0.5, baseline 0.75)
-    assert advantages(False) == pytest.approx([0.25, -0.25, 0.25, -0.25])
+    # shared: one group of the four trajectories of both draws (baseline 0.75)
+    assert advantages(False) == pytest.approx([0.25, -0.75, 0.25, 0.25])
     # per slot: the first draw's baseline is 0.5, the second draw carries no signal
     assert advantages(True) == pytest.approx([0.5, -0.5, 0.0, 0.0])

@@ -9,8 +9,11 @@ retriever as one batch.
 The expert behind the demonstrations reads the retrieved passages: it says "no" and searches
 the next title of the row's `hops` until every hop's passage has come back, then says "yes"
 and answers with the gold answer. Single-hop: search the fact ("capital of Tobinon"), answer.
-Multi-hop: search the first fact, then the fact of the bridge entity it names, answer. On the
-last turn there is no Verifier call: the Answerer answers with what it has.
+Multi-hop: search the first fact, then the fact of the bridge entity it names, answer. The
+last turn follows the orchestra's `last_turn` (the config's `search_last_turn`): under
+`answer` there is no Verifier call and the Answerer answers with what it has; under `verify`
+the Verifier judges it as any turn ("yes" only when every hop's passage is in) and a "no"
+ends the episode without an answer (no Searcher call).
 
 A share `mistake_rate` of episodes carries exactly one deliberate mistake, so the policy is
 sometimes wrong and RL has something to improve:
@@ -22,7 +25,8 @@ sometimes wrong and RL has something to improve:
 - broken_format: one output without its tag (an answer, which loses the turn, a query or a
   "yes" verdict).
 A clean episode whose needed document the retriever never returns is labelled
-`retrieval_miss` (it answers with a guess on the last turn).
+`retrieval_miss` (under `answer` it answers with a guess on the last turn; under `verify` it
+ends with a "no" and no answer).
 
 The Searcher and the Answerer state the last fact they read before they act, as in "The
 capital of Tobinon is Zami. <search> founding year of Zami </search>" and "The founding year of
@@ -46,6 +50,7 @@ from drmas.errors import DataError, DrmasError
 from drmas.mas.base import Turn
 from drmas.mas.search.answerer import Answerer
 from drmas.mas.search.history import SearchEpisode, record_lost_answer, record_search
+from drmas.mas.search.orchestra import LAST_TURN
 from drmas.mas.search.prompts import PROMPT_SETS
 from drmas.mas.search.searcher import Searcher
 from drmas.mas.search.verifier import Verifier
@@ -153,8 +158,11 @@ def _answerer_text(demo: Demo) -> str:
 
 
 def simulate(rows: list[dict], seed: int, mistake_rate: float, retriever,
-             max_turns: int = 4, topk: int = 3) -> list[Demo]:
-    """Play one demonstration episode per row (all rows in lockstep, one retrieval per turn)."""
+             max_turns: int = 4, topk: int = 3, last_turn: str = "answer") -> list[Demo]:
+    """Play one demonstration episode per row (all rows in lockstep, one retrieval per turn);
+    `last_turn` as the orchestra's (drmas/mas/search/orchestra.py, LAST_TURN)."""
+    if last_turn not in LAST_TURN:
+        raise ValueError(f"last_turn must be one of {', '.join(LAST_TURN)}, got {last_turn!r}")
     if retriever is None:
         raise DrmasError("search warm-start traces need a retriever: pass --index or --retriever-url")
     missing = next((r.get("id") for r in rows if not (r.get("hops") and r.get("distractors"))), False)
@@ -175,12 +183,16 @@ def simulate(rows: list[dict], seed: int, mistake_rate: float, retriever,
         searching = []
         for demo in active:
             last = turn == max_turns - 1
-            if last or demo.say("verifier", turn, _verifier_text(demo, turn, max_turns)).value == "yes":
+            if last and last_turn == "answer":
+                verdict = "yes"                  # no Verifier call: the Answerer answers
+            else:
+                verdict = demo.say("verifier", turn, _verifier_text(demo, turn, max_turns)).value
+            if verdict == "yes":
                 if demo.say("answerer", turn, _answerer_text(demo)).value is None:
                     record_lost_answer(demo.ep)
                 else:
                     demo.ep.done = True
-            else:
+            elif not last:                       # a last "no" (verify): no Searcher, no answer
                 searching.append((demo, demo.say("searcher", turn, _searcher_text(demo))))
         queries = [a.value for _, a in searching if a.value]
         results = iter(retriever.batch_search(queries, k=topk) if queries else [])
@@ -207,15 +219,17 @@ def key_traces(demo: Demo) -> list[Trace]:
 
 @DEMONSTRATIONS.register("search")
 def search_traces(rows: list[dict], seed: int, mistake_rate: float, retriever,
-                  max_turns: int = 4, topk: int = 3, boost: dict | None = None) -> list[Trace]:
+                  max_turns: int = 4, topk: int = 3, boost: dict | None = None,
+                  last_turn: str = "answer") -> list[Trace]:
     """(agent, prompt messages, response) demonstrations of the Verifier, Searcher and Answerer.
 
     Each episode's traces are followed by extra copies of its `key_traces`, `boost[agent]`
     of each (default BOOST; `{}` for none): without them a tiny model warm-started for a few
     hundred steps writes well-formed tags but rarely copies the right words, so the MAS
-    seldom succeeds and RL gets little signal.
+    seldom succeeds and RL gets little signal. `last_turn`: as the orchestra's.
     """
-    demos = simulate(rows, seed, mistake_rate, retriever, max_turns=max_turns, topk=topk)
+    demos = simulate(rows, seed, mistake_rate, retriever, max_turns=max_turns, topk=topk,
+                     last_turn=last_turn)
     boost = BOOST if boost is None else boost
     return [trace for demo in demos
             for trace in demo.traces + [t for t in key_traces(demo) for _ in range(boost.get(t[0], 0))]]

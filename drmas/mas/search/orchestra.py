@@ -4,10 +4,14 @@ Searcher or an Answerer, with the paper's control flow.
 A turn is one environment step. On every turn but the last, the Verifier reads the question
 and the history and says `<verify>yes</verify>` (the Answerer answers) or
 `<verify>no</verify>` (the Searcher writes a query; the top-k documents join the history).
-On the last turn the Answerer answers without a Verifier call. Only a tagged `<answer>` ends
-an episode: an Answerer output without one is a lost turn (recorded in the history) and the
-next turn starts over with the Verifier. An episode still without an answer after
-`max_turns` turns scores 0 (`info["forced_zero"]`).
+The last turn follows `last_turn` (the config's `search_last_turn`):
+- `verify` (upstream's current search orchestra): the Verifier routes it too; "yes" goes to
+  the Answerer, "no" to nobody (no Searcher on the last turn: its query could never be
+  read), so the episode ends without an answer;
+- `answer` (upstream's earlier orchestra): no Verifier call, the Answerer answers.
+Only a tagged `<answer>` ends an episode: an Answerer output without one is a lost turn
+(recorded in the history) and the next turn starts over with the Verifier. An episode still
+without an answer after `max_turns` turns scores 0 (`info["forced_zero"]`).
 
 A Searcher output without a `<search>` tag searches nothing; the history records the lost
 turn, so the next turn sees it (rather than a silent skip, which would hide the failure).
@@ -27,21 +31,28 @@ from drmas.mas.search.searcher import Searcher
 from drmas.mas.search.verifier import Verifier
 from drmas.registry import MAS
 
+#: How the last turn goes (the config's `search_last_turn`; see the module docstring).
+LAST_TURN = ("answer", "verify")
+
 
 @MAS.register("search")
 class SearchOrchestra:
     """Runs a batch of search episodes. Per turn: one Verifier call for all active episodes
-    (none on the last turn), one Answerer call for those routed to it, one Searcher call for
-    the others, and one `retriever.batch_search` for all their queries."""
+    (none on the last turn under `last_turn="answer"`), one Answerer call for those routed to
+    it, one Searcher call for the others (none on the last turn), and one
+    `retriever.batch_search` for all their queries."""
 
     agents = ("verifier", "searcher", "answerer")
     prompt_sets = PROMPT_SETS
     behaviour_labels, percent_stats = stats.LABELS, stats.PERCENT
 
     def __init__(self, max_turns: int = 4, topk: int = 3, retriever=None,
-                 prompt_set: str = "compact", **_):
+                 prompt_set: str = "compact", last_turn: str = "answer", **_):
         if max_turns < 1 or topk < 1:
             raise ValueError("max_turns and topk must be >= 1")
+        if last_turn not in LAST_TURN:
+            raise ValueError(f"last_turn must be one of {', '.join(LAST_TURN)}, got {last_turn!r}")
+        self.last_turn = last_turn
         if retriever is None:
             raise DrmasError("the search MAS needs a retriever (an index or a retrieval service)")
         self.max_turns, self.topk, self.retriever = max_turns, topk, retriever
@@ -55,12 +66,14 @@ class SearchOrchestra:
         for turn in range(self.max_turns):
             if not active:
                 break
-            if turn == self.max_turns - 1:
+            last = turn == self.max_turns - 1
+            if last and self.last_turn == "answer":
                 answering, searching = active, []
             else:
                 verdicts = call(act, self.verifier, active, turn)
                 answering = [ep for ep, v in zip(active, verdicts) if v.value == "yes"]
-                searching = [ep for ep, v in zip(active, verdicts) if v.value == "no"]
+                searching = [] if last else [ep for ep, v in zip(active, verdicts)
+                                             if v.value == "no"]
             for ep, answer in zip(answering, call(act, self.answerer, answering, turn)):
                 if answer.value is None:
                     record_lost_answer(ep)

@@ -17,7 +17,9 @@ def finish(ep: SearchEpisode) -> None:
     tagged answer ended the episode; without one it scores 0 (`forced_zero`)."""
     agents = [t.agent for t in ep.turns]
     ep.info.update(
-        num_turns=len(ep.history) + int(ep.done),   # not "turns": eval samples list the turns
+        # not "turns": eval samples list the turns. Each turn with a call: a last turn whose
+        # Verifier says "no" (search_last_turn: verify) adds no history step, yet was a turn
+        num_turns=len({t.turn for t in ep.turns}),
         searches=agents.count("searcher"),
         searched_before_answer=int(ep.done and "searcher" in agents),
         forced_zero=not ep.done,
