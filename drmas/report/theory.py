@@ -34,6 +34,8 @@ VALUES = {"predicted": "predicted_ratio", "lemma_factor": "lemma_factor",
 PAIRED = ["grad_sq_grpo", "grad_sq_drmas", "grad_sq_offset", "paired_rows"]
 COLUMNS = KEY + list(VALUES) + ["measured_same_batch"] + PAIRED
 NO_PAIRED = "no paired measurement in these runs"
+NO_SIGNAL = "paired measurements, but none with a ratio (equal scores in every pool)"
+ROUNDOFF_GRAD_SQ = 1e-16   # below this a squared gradient norm is round-off (float32 sums)
 LOG_MARGIN = 0.08      # axis padding on each side, as a share of the log range
 
 
@@ -47,7 +49,9 @@ def theory_table(df: pd.DataFrame) -> pd.DataFrame:
         columns={v: k for k, v in VALUES.items()})
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = t.grad_sq_grpo / t.grad_sq_drmas
-    t["measured_same_batch"] = ratio.where(t.grad_sq_drmas > 0)
+    # a batch where Dr. MAS's advantages are (numerically) all zero has no ratio: its
+    # squared norm is float round-off (~1e-24 for a tiny model), not a gradient
+    t["measured_same_batch"] = ratio.where(t.grad_sq_drmas > ROUNDOFF_GRAD_SQ)
     t = t[t[list(VALUES) + ["measured_same_batch"]].notna().any(axis=1)]
     return t[COLUMNS].sort_values(["assignment", "agent", "seed", "method", "step"]) \
         .reset_index(drop=True)
@@ -157,14 +161,15 @@ def theory_figure(table: pd.DataFrame, suite, profile: str, assignments: list[st
         per_agent = "".join(f"\n{a}: {_describe(by_agent.loc[a])}" for a in agents)
     else:
         logged = table.predicted[np.isfinite(table.predicted)]
-        note = NO_PAIRED
+        measured = table.grad_sq_drmas.notna().any() if len(table) else False
+        note = NO_SIGNAL if measured else NO_PAIRED
         if len(logged):
             note += (f"\n(predicted ratio logged on {len(logged)} agent-steps, "
                      f"{logged.min():.3g}–{logged.max():.3g})")
         ax.text(0.5, 0.5, note, transform=ax.transAxes, ha="center", va="center", fontsize=8)
         ax.set_xlim(0.1, 10)
         ax.set_ylim(0.1, 10)
-        what, per_agent = NO_PAIRED, ""
+        what, per_agent = (NO_SIGNAL if measured else NO_PAIRED), ""
     ax.set_title(title(suite, profile, "theory check, predicted vs measured same-batch\n"
                        f"GRPO / Dr. MAS squared gradient ratio; {what}"), fontsize=8, pad=12)
     runs = ", ".join(METHOD_LABEL.get(m, m) for m in dict.fromkeys(table.method)) or "none"

@@ -237,6 +237,16 @@ def test_theory_table_numbers(runs):
     assert stats.loc["all"].n == 32
 
 
+def test_a_batch_whose_drmas_gradient_is_round_off_has_no_measured_ratio(runs):
+    """All-equal scores: Dr. MAS's advantages are zero, its squared norm float round-off."""
+    df = load_runs(runs)
+    step = (df.assignment == "shared") & (df.agent == "verifier") & (df.step == 4) & (df.method == "drmas")
+    assert step.sum() >= 1
+    df.loc[step, ["grad_sq_grpo", "grad_sq_drmas"]] = [0.0, 2.75e-24]
+    t = theory_table(df).set_index(["assignment", "agent", "seed", "step", "method"])
+    assert np.isnan(t.loc[("shared", "verifier", 0, 4, "drmas")].measured_same_batch)
+
+
 def test_theory_without_paired_measurement(tmp_path):
     """Runs without the `paired` key (and older ones without predicted_ratio): the table keeps
     the factors, measured is NaN, and the figure says there is nothing to compare."""
