@@ -1,7 +1,8 @@
 """Hand-made evaluation scores and training-run folders, written as drmas writes them, for
-the report tests (tables, figures, ablations)."""
+the tests of the commands that read them (tables, figures, ablations, the CLI)."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 
@@ -60,3 +61,14 @@ def fake_run(root, assignment, method, seed, norms, factors, steps=8, predicted=
                                 "memory": {"small": {"peak_rss_mb": 100.0 + step},
                                            "big": {"peak_rss_mb": 300.0}}}) + "\n")
     return str(run)
+
+
+def good_scores(path: Path, n=4) -> Path:
+    """A minimal valid scores.json of one math run (avg@n 0.5, pass@n 0.75 on one source), for
+    the commands that read scores (`drmas table`) in the CLI and atomic-write tests."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    values = {f"avg@{n}": 0.5, f"pass@{n}": 0.75}
+    path.write_text(json.dumps({"meta": {"suite": "math", "assignment": "shared", "method": "grpo",
+                                         "seed": 0},
+                                "n": n, "per_source": {"arith-1": values}, "macro": values}))
+    return path

@@ -82,6 +82,12 @@ def suite_path(name: str, root: str | Path = "benchmarks") -> Path:
     return Path(root) / f"{name}.yaml"
 
 
+def _agent_blocks(cfg: "Config") -> list[tuple[str, dict]]:
+    """(where, block) of every per-agent block: the profile's and each suite override's."""
+    return [("agents", cfg.agents)] + [(f"suite_overrides.{s}.agents", o.agents)
+                                       for s, o in cfg.suite_overrides.items()]
+
+
 def check_agents_exist(cfg: "Config") -> None:
     """Per-agent blocks name agents that some MAS has (a typo would otherwise be ignored).
     For a single `drmas` command, which has no list of suites; the workflow checks the
@@ -89,9 +95,7 @@ def check_agents_exist(cfg: "Config") -> None:
     from drmas.registry import MAS
 
     known = {agent for name in MAS.names() for agent in MAS.get(name).agents}
-    blocks = [("agents", cfg.agents)] + [(f"suite_overrides.{s}.agents", o.agents)
-                                         for s, o in cfg.suite_overrides.items()]
-    for where, block in blocks:
+    for where, block in _agent_blocks(cfg):
         for agent in block:
             if agent not in known:
                 raise ConfigError(f"config: {where}.{agent}: no MAS has an agent {agent!r}; "
@@ -102,9 +106,7 @@ def check_suites(cfg: "Config", suites: dict[str, Suite], benchmarks: str | Path
     """Checks that need the suites: per-agent blocks name agents of a configured suite, and
     every `suite_overrides` entry names a benchmark that exists."""
     agents = {a for s in suites.values() for a in s.agents}
-    blocks = [("agents", cfg.agents)] + [(f"suite_overrides.{s}.agents", o.agents)
-                                         for s, o in cfg.suite_overrides.items()]
-    for where, block in blocks:
+    for where, block in _agent_blocks(cfg):
         for agent in block:
             if agent not in agents:
                 raise ConfigError(f"config: {where}.{agent}: no configured suite has an agent "

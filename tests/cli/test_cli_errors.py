@@ -15,6 +15,7 @@ import pytest
 from drmas.cli import main as cli
 from repo import REPO as ROOT
 from drmas.train import checkpoint
+from runs import good_scores
 
 CONFIG = ROOT / "config" / "default.yaml"
 MATH = ROOT / "benchmarks" / "math.yaml"
@@ -31,15 +32,6 @@ def run(capsys, *argv) -> tuple[int, str]:
     assert len(err) == 1, err
     assert "Traceback" not in err[0]
     return status, err[0]
-
-
-def good_scores(path: Path, n=4) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    values = {f"avg@{n}": 0.5, f"pass@{n}": 0.75}
-    path.write_text(json.dumps({"meta": {"suite": "math", "assignment": "shared", "method": "grpo",
-                                         "seed": 0},
-                                "n": n, "per_source": {"arith-1": values}, "macro": values}))
-    return path
 
 
 def scores_variant(tmp_path, change) -> Path:

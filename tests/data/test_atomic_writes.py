@@ -24,6 +24,7 @@ from drmas.data import io
 from drmas.data.io import atomic_dir, atomic_path, atomic_write_text, write_jsonl
 from drmas.evaluation.runner import reuse_base
 from repo import REPO as ROOT
+from runs import good_scores
 
 CONFIG = ROOT / "config" / "default.yaml"
 SEARCH = ROOT / "benchmarks" / "search.yaml"      # a generated suite with a corpus
@@ -305,15 +306,6 @@ def test_save_pretrained_through_atomic_dir_writes_the_same_bytes(tmp_path, math
 
 
 # -- (d) the table and scores writers go through the helpers ----------------------------------
-def good_scores(path: Path, n=4) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    values = {f"avg@{n}": 0.5, f"pass@{n}": 0.75}
-    path.write_text(json.dumps({"meta": {"suite": "math", "assignment": "shared", "method": "grpo",
-                                         "seed": 0},
-                                "n": n, "per_source": {"arith-1": values}, "macro": values}))
-    return path
-
-
 def test_table_on_a_full_disk_leaves_no_csv(tmp_path, capsys, monkeypatch):
     scores = good_scores(tmp_path / "s" / "scores.json")
     out = tmp_path / "t" / "math"
