@@ -77,13 +77,3 @@ def read_profiles(files: Iterable[str | Path]) -> tuple[dict, dict]:
     for path in files:
         deep_merge(raw, read_mapping(path), f"profile {path}", provenance)
     return raw, provenance
-
-
-def resolve_layers(files: Iterable[str | Path], overrides: Iterable[str] = ()) -> tuple[dict, dict]:
-    """(raw config, provenance) from profile files (merged in order) and `KEY=VALUE`
-    overrides merged over them; provenance maps each dotted key a layer set to
-    `profile <file>` or `command line`. (The command line stays last for a suite's or a
-    method's jobs too: `profile.Config` keeps it as a layer of its own.)"""
-    raw, provenance = read_profiles(files)
-    deep_merge(raw, parse_overrides(overrides), "command line", provenance)
-    return raw, provenance

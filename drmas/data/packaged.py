@@ -13,14 +13,10 @@ from drmas.data import gsm, wiki
 from drmas.errors import ConfigError
 
 
-def _loaders() -> dict[str, Callable[..., list[dict]]]:
-    return {"gsm8k": gsm.gsm8k_rows, "gsm_symbolic": gsm.gsm_symbolic_rows,
-            "fanoutqa": wiki.fanoutqa_rows, "wiki_desc": wiki.wiki_desc_rows}
-
-
 def packaged_loaders() -> dict[str, Callable[..., list[dict]]]:
     """The packaged datasets by name (`source: NAME, path: package`)."""
-    return _loaders()
+    return {"gsm8k": gsm.gsm8k_rows, "gsm_symbolic": gsm.gsm_symbolic_rows,
+            "fanoutqa": wiki.fanoutqa_rows, "wiki_desc": wiki.wiki_desc_rows}
 
 
 def corpus_loaders() -> dict[str, Callable[[], list[dict]]]:
@@ -29,7 +25,7 @@ def corpus_loaders() -> dict[str, Callable[[], list[dict]]]:
 
 def load_packaged(name: str, split: str, options: dict) -> list[dict]:
     """All rows of packaged source `name` (labelled `split`), with its own options."""
-    loaders = _loaders()
+    loaders = packaged_loaders()
     if name not in loaders:
         raise ConfigError(f"no packaged dataset {name!r}; packaged: {', '.join(sorted(loaders))}")
     fn = loaders[name]

@@ -77,12 +77,12 @@ def test_paper_profile_stands_alone(workflow):
     config/default.yaml: every key only the default profile sets is absent from the paper's
     resolved config or holds the drmas default there."""
     from drmas.config.profile import DEFAULT_PROFILE, workflow_config
-    from drmas.config.layers import resolve_layers
+    from drmas.config.layers import read_profiles
     from drmas.config.show import resolve_with_sources, source_of
 
     paper = workflow_config([ROOT / "config" / "paper.yaml"], []).resolved()
-    _, default_sets = resolve_layers([ROOT / DEFAULT_PROFILE])
-    _, paper_sets = resolve_layers([ROOT / "config" / "paper.yaml"])
+    _, default_sets = read_profiles([ROOT / DEFAULT_PROFILE])
+    _, paper_sets = read_profiles([ROOT / "config" / "paper.yaml"])
     only_default = [k for k in default_sets if k not in paper_sets]
     assert "train.lr" in only_default and "suite_overrides.search.train.steps" in only_default
     _, sources = resolve_with_sources([ROOT / "config" / "paper.yaml"])
