@@ -123,6 +123,23 @@ def shared_tokens(prompts: Sequence[Sequence[int]], lengths: Sequence[int],
     return total
 
 
+def update_tokens(prompts: Sequence[Sequence[int]], lengths: Sequence[int], max_rows: int,
+                  max_tokens: int) -> dict:
+    """Tokens and padded positions one pass over the rows runs, unshared (`length_chunks`,
+    every row whole) and shared (`prefix_chunks`, each prefix once): what sharing saves."""
+    from drmas.train.logprobs import length_chunks
+
+    plain = length_chunks(lengths, max_rows, max_tokens)
+    shared = prefix_chunks(prompts, lengths, max_rows, max_tokens)
+    padded = 0
+    for chunk in shared:
+        groups = prefix_groups([prompts[i] for i in chunk])
+        padded += padded_positions([([chunk[k] for k in g], p) for g, p in groups], lengths)
+    return {"unshared": {"tokens": sum(lengths),
+                         "padded": sum(len(c) * max(lengths[i] for i in c) for c in plain)},
+            "shared": {"tokens": shared_tokens(prompts, lengths, shared), "padded": padded}}
+
+
 def supported(model) -> bool:
     """A model whose attention takes this module's masks and whose layers all attend to the
     whole sequence (a sliding-window layer would need its own mask)."""

@@ -9,7 +9,7 @@ import torch
 
 from drmas.train.logprobs import pack, response_logprobs
 from drmas.train.prefix import (padded_positions, prefix_chunks, prefix_groups,
-                                shared_response_logprobs, shared_tokens)
+                                shared_response_logprobs, shared_tokens, update_tokens)
 
 PAD = 0
 
@@ -86,6 +86,22 @@ def test_shared_prefix_equals_unshared(attn):
             (name, float((g1[name] - g).abs().max()))
 
 
+def test_bf16_autocast_runs_and_agrees_to_bf16_rounding():
+    """Under bf16 autocast (how training runs where bf16 is fast) the shared forward runs
+    and agrees with the unshared one up to bf16's rounding; gradients reach every weight."""
+    model = gqa_model().train()
+    prompts, responses = batch(seed=2)
+    ids, attn, resp = pack(prompts, responses, PAD)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        want, _ = response_logprobs(model, ids, attn, resp=resp)
+        got, _, _ = shared_response_logprobs(model, prompts, responses, PAD)
+    on = resp > 0
+    assert got.dtype == torch.float32
+    assert torch.allclose(got[on], want[on], atol=1e-2, rtol=0)
+    (got * resp).sum().backward()
+    assert all(p.grad is not None and p.grad.abs().max() > 0 for p in model.parameters())
+
+
 def test_single_row_and_no_grad_recomputation():
     """One row alone (its prefix is its prompt less one token), and the no-grad call the old
     and reference log-probs make, at temperature 1."""
@@ -153,6 +169,20 @@ def test_prefix_chunks_keep_groups_together_within_budget():
     one = prefix_chunks(prompts, lengths, 8, 1 << 30)
     assert shared_tokens(prompts, lengths, one) == sum(
         len(prompts[c[0]]) - 1 + sum(lengths[i] - len(prompts[i]) + 1 for i in c) for c in one)
+
+
+def test_update_tokens_counts_each_prefix_once():
+    """Two GRPO groups of 3 (prompts of 10 and 20 tokens), responses of 2-4 tokens, in one
+    micro-batch: unshared, every row whole (padded to the longest row); shared, each prompt
+    less its last token once, then every row's last prompt token and its response."""
+    prompts = [[1] * 10] * 3 + [[2] * 20] * 3
+    responses = [2, 3, 4, 2, 3, 4]
+    lengths = [len(p) + r for p, r in zip(prompts, responses)]
+    out = update_tokens(prompts, lengths, max_rows=8, max_tokens=1 << 20)
+    assert out["unshared"] == {"tokens": 3 * 10 + 3 * 20 + 2 * 9, "padded": 6 * 24}
+    # prefixes 9 and 19; suffixes 1 + response: 3 + 4 + 5 per group
+    assert out["shared"]["tokens"] == 9 + 19 + 2 * (3 + 4 + 5)
+    assert out["shared"]["padded"] == 2 * 19 + 6 * 5
 
 
 # -- the worker group's paths: update, old and reference log-probs, paired measurement ----
@@ -237,3 +267,34 @@ def test_reference_with_shared_prefix_equals_unshared(tiny_model_dir):
     assert [len(x) for x in out[1]] == [len(r["response_ids"]) for r in rows]
     for a, b in zip(*out):
         assert torch.allclose(torch.tensor(b), torch.tensor(a), atol=1e-5, rtol=0)
+
+
+def approx_equal(a, b, rel=1e-4, abs_=1e-6) -> bool:
+    """Two metrics records equal, numbers up to float rounding."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(approx_equal(a[k], b[k], rel, abs_) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(approx_equal(x, y, rel, abs_) for x, y in zip(a, b))
+    if isinstance(a, float) or isinstance(b, float):
+        return a == pytest.approx(b, rel=rel, abs=abs_, nan_ok=True)
+    return a == b
+
+
+def test_run_with_shared_prefix_equals_a_run_without(tiny_model_dir, math_rows, tmp_path):
+    """Two RL steps of the math MAS (Solver, Verifier, a second Solver turn: prompts that
+    share their head) with every path on (recomputed old log-probs, the KL reference, the
+    entropy bonus, the paired measurement): the same metrics and weights, sharing or not."""
+    from conftest import make_config
+    from training import final_weights, make_trainer, stripped
+
+    torch.set_num_threads(1)
+    train = [r for r in math_rows if r["split"] == "train"]
+    for shared in (False, True):
+        cfg = make_config(tiny_model_dir, steps=2, save_every=2, micro_batch_rows=4,
+                          recompute_logprobs=True, kl_in_reward=True, entropy_coeff=0.01,
+                          paired_every=1, shared_prefix=shared)
+        make_trainer(cfg, train, tmp_path / str(shared), "shared", "drmas").run()
+    off, on = (stripped(tmp_path / str(s) / "metrics.jsonl") for s in (False, True))
+    assert approx_equal(on, off)
+    w0, w1 = final_weights(tmp_path / "False"), final_weights(tmp_path / "True")
+    assert max(float((w1[k] - w0[k]).abs().max()) for k in w0) < 1e-5
