@@ -3,12 +3,13 @@
 The workload is single-agent so that TRL can run it too: the `single` math MAS (the Solver
 alone), 8 prompts x 8 samples x up to 64 new tokens, one optimiser step per RL step, the
 same model, learning rate, sampling (T = 1, top-p 1), clip 0.2, no KL, token-mean loss,
-grad clip 1, float32 on both sides (or bf16 on both). TRL trains in a background thread
-that a callback holds before each of its steps, so the two alternate step by step in one
-process (same machine load for both); the median over the steps after warm-up is reported,
+grad clip 1, float32 on both sides (or bf16 on both). TRL trains in a child process
+(`TRLProcess`: in one process the two sides' OpenMP teams slowed each other), in a thread
+that a callback holds before each of its steps, so the two alternate step by step (same
+machine load for both); the median over the steps after warm-up is reported,
 split into generate (sampling only) and update (everything else: reward, advantages,
 logprobs, backward, optimiser). Beside wall seconds it reports the process's CPU seconds per
-step, which a machine shared with other jobs disturbs far less (with one torch thread they
+step (each side's own process), which a machine shared with other jobs disturbs far less (with one torch thread they
 are the compute itself). TRL is in the benchmark-only extra `bench`.
 
 Ours runs with `train.shared_prefix` on (each GRPO group's prompt computed once in the
@@ -200,6 +201,52 @@ class TRLSide:
         return self.records[-1]
 
 
+class TRLProcess:
+    """`TRLSide` in a child process of its own, stepped from here. In one process the two
+    sides' torch ops run from two threads, each with an OpenMP team of its own, and once both
+    teams exist every multi-threaded op of either side ran 2-3x slower (a matmul loop: 0.24 s
+    before TRL's first step, 0.58 s after, at 2 threads; the same at 1 thread); apart, each
+    side keeps the speed it has alone, and its CPU seconds are its own."""
+
+    def __init__(self, model_path: Path, problems: list[dict], dtype: str, out: Path,
+                 steps: int):
+        import multiprocessing
+
+        import torch
+
+        ctx = multiprocessing.get_context("spawn")
+        self.go, self.records = ctx.Semaphore(0), ctx.Queue()
+        self.process = ctx.Process(
+            target=_trl_child, daemon=True,
+            args=(model_path, problems, dtype, out, steps, torch.get_num_threads(), self.go,
+                  self.records))
+        self.process.start()
+
+    def step(self) -> dict:
+        self.go.release()
+        rec = self.records.get(timeout=3600)
+        if isinstance(rec, str):
+            raise DrmasError(f"TRL failed: {rec}")
+        return rec
+
+    def close(self) -> None:
+        self.process.join(timeout=60)
+
+
+def _trl_child(model_path, problems, dtype, out, steps, threads, go, records) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+    try:
+        side = TRLSide(model_path, problems, dtype, out, steps)
+        for _ in range(steps):
+            go.acquire()
+            records.put(side.step())
+        side.thread.join(timeout=60)
+    except BaseException as exc:           # reported by step()
+        records.put(f"{type(exc).__name__}: {exc}")
+
+
 def bench_step(model_path: Path, problems: list[dict], steps: int = 5, warmup: int = 1,
                dtype: str = "float32", shared_prefix: bool = True) -> dict:
     """Alternate ours / TRL for warmup + steps RL steps each; medians after warm-up."""
@@ -207,14 +254,14 @@ def bench_step(model_path: Path, problems: list[dict], steps: int = 5, warmup: i
 
     work = Path(tempfile.mkdtemp(prefix="drmas-perf-step-"))
     ours = OursSide(model_path, problems, dtype, work / "ours", shared_prefix)
-    trl = TRLSide(model_path, problems, dtype, work / "trl", steps + warmup)
+    trl = TRLProcess(model_path, problems, dtype, work / "trl", steps + warmup)
     runs: dict[str, list[dict]] = {"ours": [], "trl": []}
     for k in range(steps + warmup):
         for name, side in (("ours", ours), ("trl", trl)):
             rec = side.step()
             if k >= warmup:
                 runs[name].append(rec)
-    trl.thread.join(timeout=60)
+    trl.close()
     out = {"model": str(model_path), "dtype": dtype, "steps": steps, "warmup": warmup,
            "threads": torch.get_num_threads(), "shared_prefix": shared_prefix,
            "workload": {"prompts": PROMPTS, "samples": SAMPLES, "new_tokens": NEW_TOKENS, "lr": LR}}
