@@ -3,13 +3,19 @@
 The workload is single-agent so that TRL can run it too: the `single` math MAS (the Solver
 alone), 8 prompts x 8 samples x up to 64 new tokens, one optimiser step per RL step, the
 same model, learning rate, sampling (T = 1, top-p 1), clip 0.2, no KL, token-mean loss,
-grad clip 1, float32 on both sides (or bf16 on both). TRL trains in a background thread
-that a callback holds before each of its steps, so the two alternate step by step in one
-process (same machine load for both); the median over the steps after warm-up is reported,
+grad clip 1, float32 on both sides (or bf16 on both). TRL trains in a child process
+(`TRLProcess`: in one process the two sides' OpenMP teams slowed each other), in a thread
+that a callback holds before each of its steps, so the two alternate step by step (same
+machine load for both); the median over the steps after warm-up is reported,
 split into generate (sampling only) and update (everything else: reward, advantages,
 logprobs, backward, optimiser). Beside wall seconds it reports the process's CPU seconds per
-step, which a machine shared with other jobs disturbs far less (with one torch thread they
+step (each side's own process), which a machine shared with other jobs disturbs far less (with one torch thread they
 are the compute itself). TRL is in the benchmark-only extra `bench`.
+
+Ours runs with `train.shared_prefix` on (each GRPO group's prompt computed once in the
+update, drmas/train/prefix.py; `--no-shared-prefix` turns it off for a comparison) and
+reports the tokens and padded positions its update runs with and without sharing (the
+rows' own numbers, whichever ran); TRL's side is TRL's, every row whole.
 """
 
 from __future__ import annotations
@@ -36,7 +42,8 @@ def _median(values: list[float]) -> float:
 class OursSide:
     """This trainer on the `single` MAS, local backend, one optimiser step per RL step."""
 
-    def __init__(self, model_path: Path, problems: list[dict], dtype: str, out: Path):
+    def __init__(self, model_path: Path, problems: list[dict], dtype: str, out: Path,
+                 shared_prefix: bool = True):
         from drmas.config.profile import (Assignment, Config, EvalConfig, ModelSpec, ResourceConfig,
                                   TrainConfig)
         from drmas.config.suites import Suite
@@ -49,14 +56,17 @@ class OursSide:
             train=TrainConfig(steps=10**6, prompts_per_step=PROMPTS, group_n=SAMPLES,
                               ppo_mini_batches=1,
                               micro_batch_rows=PROMPTS * SAMPLES // MICRO_BATCHES,
-                              micro_batch_tokens=1 << 20, lr=LR, max_response_tokens=NEW_TOKENS),
+                              micro_batch_tokens=1 << 20, lr=LR, max_response_tokens=NEW_TOKENS,
+                              shared_prefix=shared_prefix),
             eval=EvalConfig(), resources=ResourceConfig(backend="local"))
         suite = Suite(name="math", mas="single", agents=["solver"], reward="math",
                       invalid_penalty=0.1, datasets={})
         self.trainer = Trainer(cfg, suite, "one", "grpo", 0, problems, out,
                                engine_overrides={"engine": "hf", "dtype": dtype})
         self.gen_cpu = 0.0
+        self.update_tokens: dict = {}
         self._count_generate_cpu()
+        self._count_update_tokens()
 
     def step(self) -> dict:
         t0, c0 = time.perf_counter(), time.process_time()
@@ -66,7 +76,26 @@ class OursSide:
         tokens = m["tokens_per_s"] * m["time"]["generate"]
         return {"total": total, "generate": m["time"]["generate"],
                 "update": total - m["time"]["generate"], "tokens": tokens,
-                "cpu_total": cpu, "cpu_generate": self.gen_cpu, "cpu_update": cpu - self.gen_cpu}
+                "cpu_total": cpu, "cpu_generate": self.gen_cpu, "cpu_update": cpu - self.gen_cpu,
+                **{f"update_{mode}_{k}": v for mode, d in self.update_tokens.items()
+                   for k, v in d.items()}}
+
+    def _count_update_tokens(self) -> None:
+        """Tokens the update runs through the model, with and without sharing, from the rows
+        it is handed (one mini-batch, one agent here, so its plan is one prefix_chunks)."""
+        from drmas.train.prefix import update_tokens
+
+        group = self.trainer.groups["m"]
+        update, s = group.update, group.settings
+
+        def counted(rows, *args, **kw):
+            self.update_tokens = update_tokens(
+                [r["prompt_ids"] for r in rows],
+                [len(r["prompt_ids"]) + len(r["response_ids"]) for r in rows],
+                s.micro_batch_rows, s.micro_batch_tokens)
+            return update(rows, *args, **kw)
+
+        group.update = counted
 
     def _count_generate_cpu(self) -> None:
         """CPU seconds of sampling (the engine's generate calls) within a step."""
@@ -172,29 +201,77 @@ class TRLSide:
         return self.records[-1]
 
 
+class TRLProcess:
+    """`TRLSide` in a child process of its own, stepped from here. In one process the two
+    sides' torch ops run from two threads, each with an OpenMP team of its own, and once both
+    teams exist every multi-threaded op of either side ran 2-3x slower (a matmul loop: 0.24 s
+    before TRL's first step, 0.58 s after, at 2 threads; the same at 1 thread); apart, each
+    side keeps the speed it has alone, and its CPU seconds are its own."""
+
+    def __init__(self, model_path: Path, problems: list[dict], dtype: str, out: Path,
+                 steps: int):
+        import multiprocessing
+
+        import torch
+
+        ctx = multiprocessing.get_context("spawn")
+        self.go, self.records = ctx.Semaphore(0), ctx.Queue()
+        self.process = ctx.Process(
+            target=_trl_child, daemon=True,
+            args=(model_path, problems, dtype, out, steps, torch.get_num_threads(), self.go,
+                  self.records))
+        self.process.start()
+
+    def step(self) -> dict:
+        self.go.release()
+        rec = self.records.get(timeout=3600)
+        if isinstance(rec, str):
+            raise DrmasError(f"TRL failed: {rec}")
+        return rec
+
+    def close(self) -> None:
+        self.process.join(timeout=60)
+
+
+def _trl_child(model_path, problems, dtype, out, steps, threads, go, records) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+    try:
+        side = TRLSide(model_path, problems, dtype, out, steps)
+        for _ in range(steps):
+            go.acquire()
+            records.put(side.step())
+        side.thread.join(timeout=60)
+    except BaseException as exc:           # reported by step()
+        records.put(f"{type(exc).__name__}: {exc}")
+
+
 def bench_step(model_path: Path, problems: list[dict], steps: int = 5, warmup: int = 1,
-               dtype: str = "float32") -> dict:
+               dtype: str = "float32", shared_prefix: bool = True) -> dict:
     """Alternate ours / TRL for warmup + steps RL steps each; medians after warm-up."""
     import torch
 
     work = Path(tempfile.mkdtemp(prefix="drmas-perf-step-"))
-    ours = OursSide(model_path, problems, dtype, work / "ours")
-    trl = TRLSide(model_path, problems, dtype, work / "trl", steps + warmup)
+    ours = OursSide(model_path, problems, dtype, work / "ours", shared_prefix)
+    trl = TRLProcess(model_path, problems, dtype, work / "trl", steps + warmup)
     runs: dict[str, list[dict]] = {"ours": [], "trl": []}
     for k in range(steps + warmup):
         for name, side in (("ours", ours), ("trl", trl)):
             rec = side.step()
             if k >= warmup:
                 runs[name].append(rec)
-    trl.thread.join(timeout=60)
+    trl.close()
     out = {"model": str(model_path), "dtype": dtype, "steps": steps, "warmup": warmup,
-           "threads": torch.get_num_threads(),
+           "threads": torch.get_num_threads(), "shared_prefix": shared_prefix,
            "workload": {"prompts": PROMPTS, "samples": SAMPLES, "new_tokens": NEW_TOKENS, "lr": LR}}
     for name, recs in runs.items():
         out[name] = {k: _median([r[k] for r in recs])
                      for k in ("total", "generate", "update", "cpu_total", "cpu_generate",
                                "cpu_update")}
         out[name]["tokens_per_step"] = _median([r["tokens"] for r in recs])
+        for key in sorted({k for r in recs for k in r if k.startswith("update_")}):
+            out[name][key] = _median([r[key] for r in recs])
         out[name]["all_total"] = [r["total"] for r in recs]
     out["ratio"] = out["ours"]["total"] / out["trl"]["total"]
     out["generate_ratio"] = out["ours"]["generate"] / out["trl"]["generate"]
@@ -215,6 +292,12 @@ def report_step(result: dict) -> None:
         print(f"{name:6s} {r['total']:9.2f} {r['generate']:11.2f} {r['update']:9.2f} "
               f"{r['tokens_per_step']:7.0f} {r['cpu_total']:12.2f} {r['cpu_generate']:9.2f} "
               f"{r['cpu_update']:7.2f}")
+    o = result["ours"]
+    if "update_unshared_tokens" in o:
+        print(f"ours' update runs {o['update_shared_tokens']:.0f} tokens "
+              f"({o['update_shared_padded']:.0f} padded) with the shared prefix, "
+              f"{o['update_unshared_tokens']:.0f} ({o['update_unshared_padded']:.0f} padded) "
+              f"without; sharing {'on' if result.get('shared_prefix') else 'off'} in this run")
     print(f"ratio ours/TRL: step {result['ratio']:.2f}, generate {result['generate_ratio']:.2f}, "
           f"update {result['update_ratio']:.2f}; CPU time {result['cpu_ratio']:.2f}")
 

@@ -52,7 +52,7 @@ def perf_model(args) -> None:
         from drmas.bench.step import bench_step, report_step
 
         result = bench_step(path, problems(), steps=args.steps, warmup=args.warmup,
-                            dtype=args.dtype)
+                            dtype=args.dtype, shared_prefix=not args.no_shared_prefix)
         result["model_name"] = what
         report_step(result)
     else:
@@ -138,8 +138,12 @@ def add_commands(sub) -> None:
         "tokens/s of the transformers and the vLLM engine, 8 prompts x 16 samples x 128 "
         "tokens (needs vLLM); writes results/perf/rollout_<model>_<dtype>.json (ratio: vLLM / "
         "transformers)"), steps_help="repeats per engine")
-    _add_model_options(_add_mode(
+    step = _add_mode(
         modes, "step", "our RL step vs TRL's GRPOTrainer",
         "seconds per RL step of the single-agent `single` MAS, ours vs TRL's GRPOTrainer "
         "(needs the bench extra); writes results/perf/step_<model>_<dtype>.json (ratio: ours "
-        "/ TRL)"), steps_help="measured steps per side", warmup=True)
+        "/ TRL)")
+    _add_model_options(step, steps_help="measured steps per side", warmup=True)
+    step.add_argument("--no-shared-prefix", action="store_true",
+                      help="run ours without train.shared_prefix (each row's prompt computed "
+                           "in full, as TRL does), for a comparison")

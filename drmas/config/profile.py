@@ -41,6 +41,7 @@ class TrainConfig:
     ppo_mini_batches: int = opt(1, "optimiser steps per RL step (the batch split into this many mini-batches)", **POS)
     micro_batch_rows: int = opt(8, "rows per forward/backward (gradient accumulation)", **POS)
     micro_batch_tokens: int = opt(40960, "padded tokens per forward/backward; rows are sorted by length into micro-batches", **POS)
+    shared_prefix: bool = opt(False, "run a prefix that rows share (a GRPO group's prompt; the longest common prefix of a group's later-turn prompts) once per micro-batch, with gradients, and each row's suffix against its cached keys and values (drmas/train/prefix.py): the update, the old- and reference-logprob recomputation and the paired measurement; the same log-probs and gradients up to float rounding from fewer tokens; micro-batches keep such rows together and count the prefix once; single-worker groups only (a sharded group runs unshared); off until a full-profile comparison switches the default on")
     lr: float = opt(1e-6, "AdamW learning rate (constant)", exclusiveMinimum=0, maximum=1)
     weight_decay: float = opt(0.01, "AdamW weight decay", minimum=0, maximum=1)
     clip_low: float = opt(0.2, "PPO ratio clip below 1", minimum=0, maximum=1)

@@ -62,13 +62,23 @@ def response_logprobs(model, ids: torch.Tensor, attn: torch.Tensor, temperature:
     start = int(resp.any(0).nonzero()[0]) if resp is not None and bool(resp.any()) else 0
     keep = {"logits_to_keep": ids.shape[1] - start} if start else {}
     logits = model(input_ids=ids, attention_mask=attn, use_cache=False, **keep).logits[:, :-1]
+    logprobs, entropy = token_stats(logits, ids[:, start + 1:], temperature, with_entropy,
+                                    entropy_grad)
+    return _pad_left(logprobs, start), (_pad_left(entropy, start) if with_entropy else None)
+
+
+def token_stats(logits: torch.Tensor, targets: torch.Tensor, temperature: float,
+                with_entropy: bool, entropy_grad: bool):
+    """Logprobs of `targets` under softmax(logits / T), and the entropy if asked (a graph
+    only when `entropy_grad`): the one place both forwards (this module's and the
+    shared-prefix one, drmas/train/prefix.py) turn logits into what the loss reads."""
     logits = logits.float() / max(temperature, 1e-6)
     logp_all = torch.log_softmax(logits, dim=-1)
-    logprobs = _pad_left(logp_all.gather(-1, ids[:, start + 1:, None]).squeeze(-1), start)
+    logprobs = logp_all.gather(-1, targets[..., None]).squeeze(-1)
     entropy = None
     if with_entropy:
         with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
-            entropy = _pad_left(-(logp_all.exp() * logp_all).sum(-1), start)
+            entropy = -(logp_all.exp() * logp_all).sum(-1)
     return logprobs, entropy
 
 

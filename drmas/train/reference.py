@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import torch
 
 from drmas.train.logprobs import length_chunks, pack, response_logprobs
+from drmas.train.prefix import prefix_chunks, shared_response_logprobs
 
 
 class ReferencePolicy:
@@ -43,16 +44,26 @@ class ReferencePolicy:
     def logprobs(self, rows: Sequence[dict]) -> list[list[float]]:
         """Per row (`prompt_ids`, `response_ids`), the reference logprob of every response
         token at the group's sampling temperature (as the behaviour logprobs are), in row
-        order; micro-batched like the update (`micro_batch_rows`, `micro_batch_tokens`)."""
+        order; micro-batched like the update (`micro_batch_rows`, `micro_batch_tokens`), each
+        shared prefix run once under `shared_prefix` (drmas/train/prefix.py)."""
         s = self.settings
         lengths = [len(r["prompt_ids"]) + len(r["response_ids"]) for r in rows]
+        prompts = [r["prompt_ids"] for r in rows]
+        shared = getattr(s, "shared_prefix", False)
+        chunks = (prefix_chunks(prompts, lengths, s.micro_batch_rows, s.micro_batch_tokens)
+                  if shared else length_chunks(lengths, s.micro_batch_rows, s.micro_batch_tokens))
         out: list[list[float]] = [[] for _ in rows]
-        for chunk in length_chunks(lengths, s.micro_batch_rows, s.micro_batch_tokens):
+        for chunk in chunks:
             part = [rows[i] for i in chunk]
-            ids, attn, resp = pack([r["prompt_ids"] for r in part],
-                                   [r["response_ids"] for r in part], self.pad_id)
-            lp, _ = response_logprobs(self.model, ids.to(self.device), attn.to(self.device),
-                                      s.temperature, resp=resp.to(self.device))
+            if shared:
+                lp, _, resp = shared_response_logprobs(
+                    self.model, [r["prompt_ids"] for r in part], [r["response_ids"] for r in part],
+                    self.pad_id, s.temperature)
+            else:
+                ids, attn, resp = pack([r["prompt_ids"] for r in part],
+                                       [r["response_ids"] for r in part], self.pad_id)
+                lp, _ = response_logprobs(self.model, ids.to(self.device), attn.to(self.device),
+                                          s.temperature, resp=resp.to(self.device))
             lp, resp = lp.cpu(), resp.cpu()
             for b, i in enumerate(chunk):
                 out[i] = lp[b][resp[b] > 0].tolist()

@@ -42,6 +42,7 @@ from drmas.rollout.base import Generation, Sampling
 from drmas.rollout.engines import make_engine
 from drmas.train import dist
 from drmas.train.logprobs import length_chunks, pack, response_logprobs
+from drmas.train.prefix import prefix_chunks, shared_response_logprobs
 from drmas.train.reference import ReferencePolicy
 
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj"]
@@ -87,15 +88,22 @@ def minibatches(n_rows: int, n_mini: int, seed: int) -> list[list[int]]:
 
 
 def rank_chunks(idx: list[int], rank: int, world: int, size: int,
-                lengths: Sequence[int] | None = None, max_tokens: int | None = None) -> list[list[int]]:
+                lengths: Sequence[int] | None = None, max_tokens: int | None = None,
+                prompts: Sequence[Sequence[int]] | None = None) -> list[list[int]]:
     """This rank's micro-batches of the rows `idx`: at most `size` rows and (given the rows'
     `lengths`) `max_tokens` padded tokens each, rows of similar length together
-    (`length_chunks`); chunks are dealt round-robin over ranks. Every rank gets the same
-    number of chunks (some empty), because each forward/backward of a sharded model is a
-    collective all ranks must join. The plan depends on nothing rank-local, so all ranks agree.
+    (`length_chunks`), or, given the rows' `prompts` too, rows that share a prefix together
+    with the prefix counted once (`prefix_chunks`, for the shared-prefix forward); chunks are
+    dealt round-robin over ranks. Every rank gets the same number of chunks (some empty),
+    because each forward/backward of a sharded model is a collective all ranks must join. The
+    plan depends on nothing rank-local, so all ranks agree.
     """
     if lengths is None:
         chunks = [idx[j:j + size] for j in range(0, len(idx), size)]
+    elif prompts is not None:
+        chunks = [[idx[k] for k in c]
+                  for c in prefix_chunks([prompts[i] for i in idx], [lengths[i] for i in idx],
+                                         size, max_tokens or 1 << 62)]
     else:
         chunks = [[idx[k] for k in c]
                   for c in length_chunks([lengths[i] for i in idx], size, max_tokens or 1 << 62)]
@@ -135,6 +143,9 @@ class GroupWorker:
         print(f"group {name} rank {rank}: {engine} engine, {dtype_name(self.dtype)} "
               f"({self.dtype_reason}) on {self.device}", file=sys.stderr)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
+        # one forward per shared prefix (drmas/train/prefix.py): two model calls before one
+        # backward, which a sharded (FSDP2) model is not run with here
+        self.shared_prefix = settings.shared_prefix and world == 1
         self.optimizer = (torch.optim.AdamW(self.params, lr=settings.lr,
                                             weight_decay=settings.weight_decay)
                           if trainable else None)
@@ -175,8 +186,10 @@ class GroupWorker:
         self.sleep()
         minis = minibatches(len(rows), s.ppo_mini_batches, seed)
         lengths = [len(r["prompt_ids"]) + len(r["response_ids"]) for r in rows]
+        prompts = self._prompts(rows)
         plan = [[(agent, rank_chunks([i for i in mini if rows[i]["agent"] == agent], self.rank,
-                                     self.world, s.micro_batch_rows, lengths, s.micro_batch_tokens))
+                                     self.world, s.micro_batch_rows, lengths, s.micro_batch_tokens,
+                                     prompts))
                  for agent in self.agents] for mini in minis]
         old = self._old_logprobs(rows, plan)
         totals = {"loss": 0.0, "clip_frac": 0.0, "approx_kl": 0.0, "entropy": 0.0, "tokens": 0}
@@ -260,9 +273,8 @@ class GroupWorker:
                     if self.world > 1:
                         self._dummy_forward(backward=True)
                     return None
-                ids, attn, resp = self._pack([rows[i] for i in chunk])
                 with autocast(self.device, self.dtype):
-                    lp, _ = response_logprobs(self.model, ids, attn, s.temperature, resp=resp)
+                    lp, _, resp = self._logprobs([rows[i] for i in chunk])
                 return lp, resp, torch.tensor(chunk)
             return get
 
@@ -276,7 +288,7 @@ class GroupWorker:
                     if not idx:
                         continue
                     chunks = rank_chunks(idx, self.rank, self.world, s.micro_batch_rows, lengths,
-                                         s.micro_batch_tokens)
+                                         s.micro_batch_tokens, self._prompts(rows))
                     sq = surrogate_grad_sq(
                         self.params, [micro(c) for c in chunks], adv, denom, weights,
                         backward=lambda loss: (loss * self.world).backward(),  # FSDP averages
@@ -308,17 +320,28 @@ class GroupWorker:
             if not chunk:
                 self._dummy_forward()
                 continue
-            ids, attn, resp = self._pack([rows[i] for i in chunk])
             with autocast(self.device, self.dtype):
-                lp, _ = response_logprobs(self.model, ids, attn, self.settings.temperature,
-                                          resp=resp)
+                lp, _, resp = self._logprobs([rows[i] for i in chunk])
             out.update({i: lp[b][resp[b] > 0].cpu() for b, i in enumerate(chunk)})
         return out
 
-    def _pack(self, rows: list[dict]):
+    def _prompts(self, rows: list[dict]) -> list[list[int]] | None:
+        """The rows' prompts when micro-batches keep shared prefixes together, else None."""
+        return [r["prompt_ids"] for r in rows] if self.shared_prefix else None
+
+    def _logprobs(self, rows: list[dict], with_entropy: bool = False, entropy_grad: bool = False):
+        """(logprobs, entropy or None, response mask) of one micro-batch in `pack`'s layout, by
+        the shared-prefix forward (`train.shared_prefix`) or the unshared one."""
+        if self.shared_prefix:
+            return shared_response_logprobs(
+                self.model, [r["prompt_ids"] for r in rows], [r["response_ids"] for r in rows],
+                self.tokenizer.pad_token_id, self.settings.temperature, with_entropy, entropy_grad)
         ids, attn, resp = pack([r["prompt_ids"] for r in rows], [r["response_ids"] for r in rows],
                                self.tokenizer.pad_token_id)
-        return ids.to(self.device), attn.to(self.device), resp.to(self.device)
+        ids, attn, resp = ids.to(self.device), attn.to(self.device), resp.to(self.device)
+        lp, entropy = response_logprobs(self.model, ids, attn, self.settings.temperature,
+                                        with_entropy, resp, entropy_grad)
+        return lp, entropy, resp
 
     def _dummy_forward(self, backward: bool = False) -> None:
         """Join the collectives of a micro-batch this rank has no rows for (zero gradient)."""
@@ -339,12 +362,10 @@ class GroupWorker:
             if self.world > 1:
                 self._dummy_forward(backward=True)
             return
-        ids, attn, resp = self._pack(rows)
         opts = LossOptions.of(self.settings)
         with autocast(self.device, self.dtype):
-            lp, entropy = response_logprobs(self.model, ids, attn, self.settings.temperature,
-                                            with_entropy=True, resp=resp,
-                                            entropy_grad=bool(opts.entropy_coeff))
+            lp, entropy, resp = self._logprobs(rows, with_entropy=True,
+                                               entropy_grad=bool(opts.entropy_coeff))
         old_full = torch.zeros_like(lp)
         for b, o in enumerate(old):
             old_full[b][resp[b] > 0] = o.to(self.device)

@@ -64,6 +64,11 @@ def test_perf_step_against_trl_json_last_line(tmp_path, monkeypatch):
     # the same workload on both sides: 8 x 8 completions of at most 64 tokens
     for side in ("ours", "trl"):
         assert 0 < result[side]["tokens_per_step"] <= 8 * 8 * 64
+    # ours shares each group's prompt in the update: fewer tokens than every row whole
+    ours = result["ours"]
+    assert result["shared_prefix"] is True
+    assert 0 < ours["update_shared_tokens"] < ours["update_unshared_tokens"]
+    assert ours["update_shared_padded"] < ours["update_unshared_padded"]
     assert list((tmp_path / "results" / "perf").glob("step_tiny_*.json"))
 
 

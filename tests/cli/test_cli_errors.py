@@ -273,7 +273,11 @@ def test_every_argument_has_help():
 @pytest.mark.parametrize("argv, values", [
     (["perf", "advantages", "--rows", "1000"], {"rows": 1000, "seed": 0}),
     (["perf", "step", "--model", "tiny", "--steps", "5"],
-     {"model": "tiny", "steps": 5, "warmup": 1, "dtype": "float32", "threads": None, "json": False}),
+     {"model": "tiny", "steps": 5, "warmup": 1, "dtype": "float32", "threads": None, "json": False,
+      "no_shared_prefix": False}),
+    (["perf", "step", "--no-shared-prefix"],
+     {"model": "tiny", "steps": 5, "warmup": 1, "dtype": "float32", "threads": None, "json": False,
+      "no_shared_prefix": True}),
     (["perf", "rollout", "--dtype", "bfloat16", "--json"],
      {"model": "tiny", "steps": 5, "dtype": "bfloat16", "threads": None, "json": True}),
     (["perf", "retrieval", "--index", "X"],
