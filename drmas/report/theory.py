@@ -36,6 +36,10 @@ COLUMNS = KEY + list(VALUES) + ["measured_same_batch"] + PAIRED
 NO_PAIRED = "no paired measurement in these runs"
 NO_SIGNAL = "paired measurements, but none with a ratio (equal scores in every pool)"
 ROUNDOFF_GRAD_SQ = 1e-16   # below this a squared gradient norm is round-off (float32 sums)
+#: below this share of GRPO's squared norm on the same batch, Dr. MAS's is round-off too: rows
+#: with the same tokens and opposite advantages cancel to float32's ~1e-7 of their norm
+#: (a squared 1e-14), far under a norm ratio of 1e-5 (a squared 1e-10) that any real pool gives
+ROUNDOFF_REL_GRAD_SQ = 1e-10
 LOG_MARGIN = 0.08      # axis padding on each side, as a share of the log range
 
 
@@ -49,9 +53,11 @@ def theory_table(df: pd.DataFrame) -> pd.DataFrame:
         columns={v: k for k, v in VALUES.items()})
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = t.grad_sq_grpo / t.grad_sq_drmas
-    # a batch where Dr. MAS's advantages are (numerically) all zero has no ratio: its
-    # squared norm is float round-off (~1e-24 for a tiny model), not a gradient
-    t["measured_same_batch"] = ratio.where(t.grad_sq_drmas > ROUNDOFF_GRAD_SQ)
+    # a batch where Dr. MAS's advantages are (numerically) all zero, or cancel exactly across
+    # rows with the same tokens, has no ratio: its squared norm is float round-off (~1e-24
+    # for a tiny model; 1e-16 against GRPO's 6e-3 on one search Searcher batch), not a gradient
+    floor = np.maximum(ROUNDOFF_GRAD_SQ, ROUNDOFF_REL_GRAD_SQ * t.grad_sq_grpo.fillna(0.0))
+    t["measured_same_batch"] = ratio.where(t.grad_sq_drmas > floor)
     t = t[t[list(VALUES) + ["measured_same_batch"]].notna().any(axis=1)]
     return t[COLUMNS].sort_values(["assignment", "agent", "seed", "method", "step"]) \
         .reset_index(drop=True)

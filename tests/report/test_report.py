@@ -247,6 +247,21 @@ def test_a_batch_whose_drmas_gradient_is_round_off_has_no_measured_ratio(runs):
     assert np.isnan(t.loc[("shared", "verifier", 0, 4, "drmas")].measured_same_batch)
 
 
+def test_a_drmas_gradient_cancelled_to_round_off_relative_to_grpos_has_no_ratio(runs):
+    """Rows with the same tokens and opposite Dr. MAS advantages cancel to float round-off,
+    which can sit above the absolute floor (1.5e-16 measured); against GRPO's squared norm on
+    the same batch (5.9e-3) it is 2.5e-14: no ratio. A real small ratio (1e-6 of GRPO's,
+    a norm ratio of 1e-3) keeps its value."""
+    df = load_runs(runs)
+    at = {s: (df.assignment == "shared") & (df.agent == "verifier") & (df.step == s)
+          & (df.method == "drmas") for s in (2, 4)}
+    df.loc[at[2], ["grad_sq_grpo", "grad_sq_drmas"]] = [5.868e-3, 1.4943e-16]
+    df.loc[at[4], ["grad_sq_grpo", "grad_sq_drmas"]] = [5.868e-3, 5.868e-9]
+    t = theory_table(df).set_index(["assignment", "agent", "seed", "step", "method"])
+    assert np.isnan(t.loc[("shared", "verifier", 0, 2, "drmas")].measured_same_batch)
+    assert t.loc[("shared", "verifier", 0, 4, "drmas")].measured_same_batch == pytest.approx(1e6)
+
+
 def test_theory_without_paired_measurement(tmp_path):
     """Runs without the `paired` key (and older ones without predicted_ratio): the table keeps
     the factors, measured is NaN, and the figure says there is nothing to compare."""
