@@ -27,7 +27,7 @@ from typing import Sequence
 
 import torch
 
-from drmas.train.logprobs import pack, response_logprobs, token_stats
+from drmas.train.logprobs import length_chunks, pack, response_logprobs, token_stats
 
 #: attention implementations whose 4-D masks this module builds (bool for sdpa, additive
 #: float for eager); any other one runs the unshared forward
@@ -127,8 +127,6 @@ def update_tokens(prompts: Sequence[Sequence[int]], lengths: Sequence[int], max_
                   max_tokens: int) -> dict:
     """Tokens and padded positions one pass over the rows runs, unshared (`length_chunks`,
     every row whole) and shared (`prefix_chunks`, each prefix once): what sharing saves."""
-    from drmas.train.logprobs import length_chunks
-
     plain = length_chunks(lengths, max_rows, max_tokens)
     shared = prefix_chunks(prompts, lengths, max_rows, max_tokens)
     padded = 0
@@ -138,6 +136,33 @@ def update_tokens(prompts: Sequence[Sequence[int]], lengths: Sequence[int], max_
     return {"unshared": {"tokens": sum(lengths),
                          "padded": sum(len(c) * max(lengths[i] for i in c) for c in plain)},
             "shared": {"tokens": shared_tokens(prompts, lengths, shared), "padded": padded}}
+
+
+def row_chunks(lengths: Sequence[int], max_rows: int, max_tokens: int,
+               prompts: Sequence[Sequence[int]] | None = None) -> list[list[int]]:
+    """Micro-batches of rows: given their `prompts`, whole prefix groups with each prefix
+    counted once (`prefix_chunks`, for `rows_logprobs(shared=True)`); else rows of similar
+    length (`length_chunks`)."""
+    if prompts is None:
+        return length_chunks(lengths, max_rows, max_tokens)
+    return prefix_chunks(prompts, lengths, max_rows, max_tokens)
+
+
+def rows_logprobs(model, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]],
+                  pad_id: int, temperature: float = 1.0, with_entropy: bool = False,
+                  entropy_grad: bool = False, *, shared: bool, device=None):
+    """(logprobs, entropy or None, response mask) of one micro-batch of rows (prompt,
+    response) in `pack` + `response_logprobs`'s layout, on `device` (the model's by default):
+    by the shared-prefix forward when `shared` (`shared_response_logprobs`), else by the
+    unshared one. The one entry of the worker's and the reference policy's micro-batches."""
+    if shared:
+        return shared_response_logprobs(model, prompts, responses, pad_id, temperature,
+                                        with_entropy, entropy_grad)
+    device = device if device is not None else next(model.parameters()).device
+    ids, attn, resp = (t.to(device) for t in pack(prompts, responses, pad_id))
+    lp, entropy = response_logprobs(model, ids, attn, temperature, with_entropy, resp,
+                                    entropy_grad)
+    return lp, entropy, resp
 
 
 def supported(model) -> bool:
@@ -159,10 +184,8 @@ def shared_response_logprobs(model, prompts: Sequence[Sequence[int]],
     device = next(model.parameters()).device
     groups = prefix_groups(prompts)
     if not supported(model) or any(p < 1 for _, p in groups):
-        ids, attn, resp = (t.to(device) for t in pack(prompts, responses, pad_id))
-        lp, entropy = response_logprobs(model, ids, attn, temperature, with_entropy, resp,
-                                        entropy_grad)
-        return lp, entropy, resp
+        return rows_logprobs(model, prompts, responses, pad_id, temperature, with_entropy,
+                             entropy_grad, shared=False, device=device)
     rows = len(prompts)
     owner, shared = [0] * rows, [0] * rows
     for g, (members, p) in enumerate(groups):

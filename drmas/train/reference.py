@@ -20,8 +20,7 @@ from collections.abc import Sequence
 
 import torch
 
-from drmas.train.logprobs import length_chunks, pack, response_logprobs
-from drmas.train.prefix import prefix_chunks, shared_response_logprobs
+from drmas.train.prefix import row_chunks, rows_logprobs
 
 
 class ReferencePolicy:
@@ -48,22 +47,14 @@ class ReferencePolicy:
         shared prefix run once under `shared_prefix` (drmas/train/prefix.py)."""
         s = self.settings
         lengths = [len(r["prompt_ids"]) + len(r["response_ids"]) for r in rows]
-        prompts = [r["prompt_ids"] for r in rows]
         shared = getattr(s, "shared_prefix", False)
-        chunks = (prefix_chunks(prompts, lengths, s.micro_batch_rows, s.micro_batch_tokens)
-                  if shared else length_chunks(lengths, s.micro_batch_rows, s.micro_batch_tokens))
+        prompts = [r["prompt_ids"] for r in rows] if shared else None
         out: list[list[float]] = [[] for _ in rows]
-        for chunk in chunks:
+        for chunk in row_chunks(lengths, s.micro_batch_rows, s.micro_batch_tokens, prompts):
             part = [rows[i] for i in chunk]
-            if shared:
-                lp, _, resp = shared_response_logprobs(
-                    self.model, [r["prompt_ids"] for r in part], [r["response_ids"] for r in part],
-                    self.pad_id, s.temperature)
-            else:
-                ids, attn, resp = pack([r["prompt_ids"] for r in part],
-                                       [r["response_ids"] for r in part], self.pad_id)
-                lp, _ = response_logprobs(self.model, ids.to(self.device), attn.to(self.device),
-                                          s.temperature, resp=resp.to(self.device))
+            lp, _, resp = rows_logprobs(self.model, [r["prompt_ids"] for r in part],
+                                        [r["response_ids"] for r in part], self.pad_id,
+                                        s.temperature, shared=shared, device=self.device)
             lp, resp = lp.cpu(), resp.cpu()
             for b, i in enumerate(chunk):
                 out[i] = lp[b][resp[b] > 0].tolist()

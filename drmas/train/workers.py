@@ -41,8 +41,7 @@ from drmas.models.tiny import load_model, load_tokenizer
 from drmas.rollout.base import Generation, Sampling
 from drmas.rollout.engines import make_engine
 from drmas.train import dist
-from drmas.train.logprobs import length_chunks, pack, response_logprobs
-from drmas.train.prefix import prefix_chunks, shared_response_logprobs
+from drmas.train.prefix import row_chunks, rows_logprobs
 from drmas.train.reference import ReferencePolicy
 
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj"]
@@ -93,20 +92,17 @@ def rank_chunks(idx: list[int], rank: int, world: int, size: int,
     """This rank's micro-batches of the rows `idx`: at most `size` rows and (given the rows'
     `lengths`) `max_tokens` padded tokens each, rows of similar length together
     (`length_chunks`), or, given the rows' `prompts` too, rows that share a prefix together
-    with the prefix counted once (`prefix_chunks`, for the shared-prefix forward); chunks are
+    with the prefix counted once (`prefix_chunks`; both through `row_chunks`); chunks are
     dealt round-robin over ranks. Every rank gets the same number of chunks (some empty),
     because each forward/backward of a sharded model is a collective all ranks must join. The
     plan depends on nothing rank-local, so all ranks agree.
     """
     if lengths is None:
         chunks = [idx[j:j + size] for j in range(0, len(idx), size)]
-    elif prompts is not None:
-        chunks = [[idx[k] for k in c]
-                  for c in prefix_chunks([prompts[i] for i in idx], [lengths[i] for i in idx],
-                                         size, max_tokens or 1 << 62)]
     else:
+        mine = [prompts[i] for i in idx] if prompts is not None else None
         chunks = [[idx[k] for k in c]
-                  for c in length_chunks([lengths[i] for i in idx], size, max_tokens or 1 << 62)]
+                  for c in row_chunks([lengths[i] for i in idx], size, max_tokens or 1 << 62, mine)]
     n = math.ceil(len(chunks) / world)
     mine = chunks[rank::world]
     return mine + [[] for _ in range(n - len(mine))]
@@ -262,6 +258,7 @@ class GroupWorker:
             return {}
         self.sleep()
         lengths = [len(r["prompt_ids"]) + len(r["response_ids"]) for r in rows]
+        prompts = self._prompts(rows)
         denom = float(max(sum(len(r["response_ids"]) for r in rows), 1))
         adv = {k: torch.tensor(v, dtype=torch.float64) for k, v in advantage_sets.items()}
         weights = (torch.tensor([r["loss_weight"] for r in rows], dtype=torch.float64)
@@ -288,7 +285,7 @@ class GroupWorker:
                     if not idx:
                         continue
                     chunks = rank_chunks(idx, self.rank, self.world, s.micro_batch_rows, lengths,
-                                         s.micro_batch_tokens, self._prompts(rows))
+                                         s.micro_batch_tokens, prompts)
                     sq = surrogate_grad_sq(
                         self.params, [micro(c) for c in chunks], adv, denom, weights,
                         backward=lambda loss: (loss * self.world).backward(),  # FSDP averages
@@ -332,16 +329,10 @@ class GroupWorker:
     def _logprobs(self, rows: list[dict], with_entropy: bool = False, entropy_grad: bool = False):
         """(logprobs, entropy or None, response mask) of one micro-batch in `pack`'s layout, by
         the shared-prefix forward (`train.shared_prefix`) or the unshared one."""
-        if self.shared_prefix:
-            return shared_response_logprobs(
-                self.model, [r["prompt_ids"] for r in rows], [r["response_ids"] for r in rows],
-                self.tokenizer.pad_token_id, self.settings.temperature, with_entropy, entropy_grad)
-        ids, attn, resp = pack([r["prompt_ids"] for r in rows], [r["response_ids"] for r in rows],
-                               self.tokenizer.pad_token_id)
-        ids, attn, resp = ids.to(self.device), attn.to(self.device), resp.to(self.device)
-        lp, entropy = response_logprobs(self.model, ids, attn, self.settings.temperature,
-                                        with_entropy, resp, entropy_grad)
-        return lp, entropy, resp
+        return rows_logprobs(self.model, [r["prompt_ids"] for r in rows],
+                             [r["response_ids"] for r in rows], self.tokenizer.pad_token_id,
+                             self.settings.temperature, with_entropy, entropy_grad,
+                             shared=self.shared_prefix, device=self.device)
 
     def _dummy_forward(self, backward: bool = False) -> None:
         """Join the collectives of a micro-batch this rank has no rows for (zero gradient)."""
