@@ -58,7 +58,7 @@ def cmd_tokenizer(args) -> None:
     traces = demonstrations(args, cfg, suite, rows, seed=0)
     # the role names of the chat template are text too: "user\n…", "assistant\n…"
     texts = (f"{m[-1]['role']}\n{m[-1]['content']}\nassistant\n{r}" for _, m, r in traces)
-    tok = train_tokenizer(texts, cfg.tokenizer.vocab_size)
+    tok = train_tokenizer(texts, cfg.tokenizer.vocab_size, cfg.tokenizer.whole_numbers)
     with atomic_dir(args.out) as out:
         tok.save_pretrained(out)
     print(f"tokenizer ({len(tok)} tokens) -> {args.out}")

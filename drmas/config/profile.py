@@ -105,6 +105,7 @@ class TokenizerConfig:
     """The tiny models' byte-level BPE tokenizer, trained on the task text."""
 
     vocab_size: int = opt(1024, "BPE vocabulary size", minimum=260, maximum=65536)
+    whole_numbers: bool = opt(False, "add every number of the task text as one token of its own, beyond vocab_size (a tiny model copies a year it reads in a passage as one token, not as pieces shared by every year in sight)")
 
 
 @dataclass(frozen=True)

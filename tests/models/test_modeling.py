@@ -34,3 +34,19 @@ def test_tiny_model_shapes_and_reload(tmp_path):
         assert torch.equal(model(ids).logits, again(ids).logits)
     assert torch.equal(tiny_model(SMALL, len(tok), 3).model.embed_tokens.weight,
                        tiny_model(SMALL, len(tok), 3).model.embed_tokens.weight)     # seeded
+
+
+def test_whole_numbers_are_one_token_each_and_survive_a_model_folder(tmp_path):
+    texts = ["The founding year of Bevi Society is 1862. <answer> 1862 </answer>",
+             "The birth year of Varo Telmin is 1795, of Lezo Ludi 1841."] * 10
+    plain = train_tokenizer(texts, 300)
+    tok = train_tokenizer(texts, 300, whole_numbers=True)
+    assert len(tok) == len(plain) + 3                         # 1795, 1841, 1862
+    tok.save_pretrained(tmp_path)
+    loaded = load_tokenizer(tmp_path)
+    text = "Lezo Ludi is 1841. <answer> 1841 </answer>"
+    ids = loaded(text)["input_ids"]
+    assert ids == tok(text)["input_ids"]
+    pieces = [loaded.decode([i]) for i in ids]
+    assert pieces.count("1841") == 2 and not any(p.strip() in ("18", "41") for p in pieces)
+    assert loaded.decode(ids) == text
