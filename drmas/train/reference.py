@@ -47,7 +47,7 @@ class ReferencePolicy:
         shared prefix run once under `shared_prefix` (drmas/train/prefix.py)."""
         s = self.settings
         lengths = [len(r["prompt_ids"]) + len(r["response_ids"]) for r in rows]
-        shared = getattr(s, "shared_prefix", False)
+        shared = s.shared_prefix
         prompts = [r["prompt_ids"] for r in rows] if shared else None
         out: list[list[float]] = [[] for _ in rows]
         for chunk in row_chunks(lengths, s.micro_batch_rows, s.micro_batch_tokens, prompts):

@@ -100,9 +100,10 @@ def rank_chunks(idx: list[int], rank: int, world: int, size: int,
     if lengths is None:
         chunks = [idx[j:j + size] for j in range(0, len(idx), size)]
     else:
-        mine = [prompts[i] for i in idx] if prompts is not None else None
+        idx_prompts = [prompts[i] for i in idx] if prompts is not None else None
         chunks = [[idx[k] for k in c]
-                  for c in row_chunks([lengths[i] for i in idx], size, max_tokens or 1 << 62, mine)]
+                  for c in row_chunks([lengths[i] for i in idx], size, max_tokens or 1 << 62,
+                                      idx_prompts)]
     n = math.ceil(len(chunks) / world)
     mine = chunks[rank::world]
     return mine + [[] for _ in range(n - len(mine))]
