@@ -37,3 +37,11 @@ def reduced_workflow(root: Path, config: dict = REDUCED) -> Path:
     deep_merge(raw, config)   # the default profile, reduced key by key
     (root / "config" / f"{config['profile']}.yaml").write_text(yaml.safe_dump(raw))
     return root
+
+
+def comparable_tables(root: Path, profile: str = REDUCED["profile"]) -> dict[str, bytes]:
+    """{name: bytes} of every table a run in `root` wrote but the efficiency ones (wall times,
+    which differ between any two runs): what two runs of one config are compared by."""
+    folder = root / "results" / profile / "tables"
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())
+            if p.is_file() and "_efficiency." not in p.name}

@@ -145,8 +145,8 @@ class ResourceConfig:
     backend: Literal["local", "ray"] = opt("ray", "local = all groups in the trainer process, one worker each; ray = each group is Ray actors on a shared pool")
     workers_per_group: int = opt(1, "Ray actors per group (a torch.distributed group, FSDP2-sharded when > 1; ray backend only)", **POS)
     placement: Literal["colocated", "disjoint"] = opt("colocated", "colocated = all groups on the same devices, taking turns (the paper's setup); disjoint = each group on its own slice of the pool")
-    num_cpus: int | None = opt(None, "CPUs of the pool (null = `threads`, i.e. Snakemake's threads for the job)", **POS)
-    num_gpus: int | None = opt(None, "GPUs of the pool (null = all visible); also what the train job asks its scheduler for", minimum=0)
+    num_cpus: int | None = opt(None, "CPUs of the pool (null = `threads`, i.e. Snakemake's threads for the job; with `ray_address`, all of the cluster's)", **POS)
+    num_gpus: int | None = opt(None, "GPUs of the pool (null = all visible; with `ray_address`, all of the cluster's); also what the train job asks its scheduler for", minimum=0)
     ray_address: str | None = opt(None, "join an existing Ray cluster at this address (e.g. `auto`, or `ray://head:10001`); null = start a private local one per run")
 
 

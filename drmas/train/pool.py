@@ -8,6 +8,8 @@ group is placed in a bundle of it:
 - `disjoint`: G x W bundles, one slice of the pool per group; groups update side by side.
 On CPU the same code runs with CPU-only bundles. `RayGroup` presents the W actors of one group
 with the same plain-data calls as `LocalGroup`, so the trainer does not care which it has.
+The bundles may lie on several nodes of a cluster (`resources.ray_address`); a rank whose
+actor dies with its node ends the run with a `WorkerLostError` (tests/train/test_ray_cluster.py).
 """
 
 from __future__ import annotations
@@ -17,8 +19,16 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from drmas.config.profile import ResourceConfig, TrainConfig
+from drmas.errors import DrmasError
 from drmas.rollout.base import Generation, Sampling
 from drmas.rollout.mas import derived_seed
+
+
+class WorkerLostError(DrmasError):
+    """A rank of a Ray worker group is gone: its actor died (its node was lost, its process
+    killed). The cluster failed, not the configuration or the harness, and a rerun can resume
+    from the last checkpoint, so it is the user's one-line error (exit status 2), not a bug's
+    traceback; the trainer adds which checkpoint (`Trainer.run`)."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +72,10 @@ class ResourcePool:
         self.owns_ray = not ray.is_initialized()     # a Ray someone else started stays up
         if self.owns_ray:
             start_ray(self.cpus, self.gpus, res.ray_address)
+        if res.ray_address:     # a cluster: unset sizes mean all of it, not this machine's
+            total = ray.cluster_resources()
+            self.cpus = res.num_cpus or int(total.get("CPU", 0))
+            self.gpus = res.num_gpus if res.num_gpus is not None else int(total.get("GPU", 0))
         self.start_s = time.perf_counter() - t0
         self.pg, self.slots = None, {}
 
@@ -141,7 +155,9 @@ class _Actor:
 
         return ray.util.get_node_ip_address(), free_port()
 
-    def setup(self, addr: str, port: int, rank: int, world: int, kwargs: dict) -> None:
+    def setup(self, addr: str, port: int, rank: int, world: int, kwargs: dict) -> str:
+        """Build the worker; returns the id of the Ray node this rank runs on."""
+        import ray
         import torch
 
         from drmas.train import dist
@@ -151,6 +167,12 @@ class _Actor:
         if world > 1:
             dist.init_group(rank, world, addr, port, torch.device(device))
         self.worker = GroupWorker(rank=rank, world=world, device=device, **kwargs)
+        return ray.get_runtime_context().get_node_id()
+
+    def alive(self) -> bool:
+        """Answers as soon as the actor is free: a rank that never can is gone
+        (`RayGroup._lost_ranks`)."""
+        return True
 
     def call(self, method: str, *args, **kwargs):
         t0 = time.perf_counter()
@@ -176,6 +198,8 @@ class RayGroup:
 
         self.name, self.agents, self.world = name, list(agents), len(slots)
         self.overhead_s = 0.0
+        self.nodes: list[str | None] = [None] * self.world   # each rank's Ray node id (ready)
+        self.lost = False
         remote = ray.remote(_Actor)
         self.actors = [remote.options(
             num_cpus=s.num_cpus, num_gpus=s.num_gpus,
@@ -190,10 +214,60 @@ class RayGroup:
                        for r, a in enumerate(self.actors)]
 
     def ready(self) -> "RayGroup":
-        import ray
-
-        ray.get(self._setup)
+        """Wait for the actors' setup; records the Ray node each rank runs on (`nodes`)."""
+        self.nodes = self._get(self._setup)
         return self
+
+    def _get(self, refs: list) -> list:
+        """ray.get(refs), except that when a rank is gone the failure becomes a
+        `WorkerLostError` naming the group, the rank and its node. Ray reports the loss as
+        RayActorError on the lost rank's call, but the ranks that survive in the same
+        collective may fail first (gloo: connection closed by peer) with an ordinary task
+        error; so after any Ray error every rank is asked whether it is still there. When all
+        are, the error was not a loss (a bug in the worker, say) and is raised as it is."""
+        import ray
+        from ray.exceptions import RayError
+
+        try:
+            return ray.get(refs)
+        except RayError as exc:
+            lost = self._lost_ranks()
+            if not lost:
+                raise
+            self.lost = True
+            rank, why = lost[0]
+            node = f" on node {self.nodes[rank]}" if self.nodes[rank] else ""
+            raise WorkerLostError(f"Ray worker group {self.name!r} lost rank {rank}{node} "
+                                  f"({why})") from exc
+
+    def _lost_ranks(self, timeout: float = 60.0) -> list[tuple[int, str]]:
+        """[(rank, why)] of the ranks that are gone, all asked at once; the first rank found
+        dead ends the wait. Right after a node is lost Ray only knows that its actors cannot
+        be reached (ActorUnavailableError); it declares them dead once the node has missed its
+        health checks (seconds to tens of seconds), so such a rank is asked again until then
+        and, still unreachable after `timeout`, counts as gone. A rank that is only busy
+        (waiting in a collective with a failed peer) is not gone."""
+        import ray
+        from ray.exceptions import ActorUnavailableError, RayActorError
+
+        deadline = time.monotonic() + timeout
+        asked = {a.alive.remote(): r for r, a in enumerate(self.actors)}
+        unreachable: set[int] = set()
+        while asked and time.monotonic() < deadline:
+            done, _ = ray.wait(list(asked), num_returns=1,
+                               timeout=max(0.0, deadline - time.monotonic()))
+            for ref in done:
+                rank = asked.pop(ref)
+                try:
+                    ray.get(ref)
+                    unreachable.discard(rank)
+                except ActorUnavailableError:
+                    unreachable.add(rank)
+                    time.sleep(0.5)
+                    asked[self.actors[rank].alive.remote()] = rank
+                except RayActorError as exc:
+                    return [(rank, _death_cause(exc))]
+        return [(r, "it cannot be reached") for r in sorted(unreachable)]
 
     # -- calls: every rank runs the same method; Ray's share of the wall time is recorded ----
     def _submit(self, method: str, per_rank_args: list[tuple]):
@@ -201,10 +275,8 @@ class RayGroup:
                                      for a, args in zip(self.actors, per_rank_args)]
 
     def _collect(self, handle) -> list:
-        import ray
-
         t0, refs = handle
-        outs = ray.get(refs)
+        outs = self._get(refs)
         self.overhead_s += (time.perf_counter() - t0) - max(s for _, s in outs)
         return [o for o, _ in outs]
 
@@ -282,13 +354,32 @@ class RayGroup:
         return out
 
     def close(self) -> None:
+        """Close each rank's process group, then end the actors. After a lost rank the
+        survivors may sit in a broken collective, so they are ended straight away; a rank
+        that is gone is no error here (the run's own error, if any, is the one to report)."""
         import ray
+        from ray.exceptions import GetTimeoutError, RayActorError
 
         try:
-            ray.get([a.close.remote() for a in self.actors], timeout=30)
+            if not self.lost:
+                ray.get([a.close.remote() for a in self.actors], timeout=30)
+        except (RayActorError, GetTimeoutError):
+            pass
         finally:
             for a in self.actors:
                 ray.kill(a)
+
+
+def _death_cause(exc) -> str:
+    """A few words on why an actor died, from Ray's (long, multi-line) message: the GCS's
+    own sentences ("The actor died because its node has died.", "The actor is dead because
+    its worker process has died. ...")."""
+    text = str(exc)
+    if "its node has died" in text:
+        return "its node died"
+    if "its worker process has died" in text:
+        return "its process died"
+    return f"its actor died: {type(exc).__name__}"
 
 
 def make_groups(plan: dict, paths: dict, res: ResourceConfig, threads: int,

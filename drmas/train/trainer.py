@@ -33,7 +33,7 @@ from drmas.rollout.base import Sampling
 from drmas.rollout.mas import build_orchestra, derived_seed, run_mas, score_episodes
 from drmas.status.progress import bar as progress_bar
 from drmas.train import checkpoint
-from drmas.train.pool import make_groups
+from drmas.train.pool import WorkerLostError, make_groups
 from drmas.train.schedule import group_uids, steps_for_epochs
 from drmas.train.shaping import RowShaping
 
@@ -392,11 +392,25 @@ class Trainer:
     # -- the loop ------------------------------------------------------------------------
     def run(self) -> dict:
         """Train to `train.steps` (resuming from a checkpoint if there is one), save `final/`,
-        write `summary.json`; the groups (and Ray) are shut down on the way out."""
+        write `summary.json`; the groups (and Ray) are shut down on the way out. A worker lost
+        with its Ray node ends the run with one line saying where a rerun resumes (the run
+        cannot go on without the lost rank's state; the rerun, once the cluster is whole,
+        continues exactly where the checkpoint left off)."""
         try:
             return self._run()
+        except WorkerLostError as exc:
+            raise WorkerLostError(f"{exc}; {self._rerun_start()}") from exc
         finally:
             self.close()
+
+    def _rerun_start(self) -> str:
+        """Where a rerun of this run starts: its newest complete checkpoint (any backend
+        resumes it: `resources` is not part of the run identity)."""
+        last = checkpoint.latest(self.ckpt_root)
+        if last is None:
+            return "no checkpoint yet: a rerun starts from step 0"
+        step = checkpoint.read_state(last)["step"]
+        return f"a rerun resumes from the last checkpoint, step {step}"
 
     def _run(self) -> dict:
         self.out.mkdir(parents=True, exist_ok=True)

@@ -15,11 +15,11 @@ import yaml
 
 from drmas.train import checkpoint
 from repo import snakemake, snakemake_bin, workflow_env
-from workflows import REDUCED, reduced_workflow
+from workflows import REDUCED, comparable_tables as tables, reduced_workflow
 
 # Today's workflow layout, in one place (the workflow may move folders: adapt here).
 PROFILE = REDUCED["profile"]
-TABLES = f"results/{PROFILE}/tables"                # every file in it is compared (timings aside)
+TABLES = f"results/{PROFILE}/tables"
 RUNS = f"results/{PROFILE}/runs"
 CHECKPOINTS = f"results/{PROFILE}/checkpoints"             # kept apart from the run folders
 RUN_FOLDERS = "*/*/*/seed*"                                # under RUNS and CHECKPOINTS
@@ -82,13 +82,6 @@ def kill_at_first_checkpoint(root: Path, timeout=1500) -> Path:
             pass
     proc.stderr.close()
     return hits[0]
-
-
-def tables(root: Path) -> dict[str, bytes]:
-    """Every table but the efficiency ones (wall times, which differ between any two runs)."""
-    folder = root / TABLES
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())
-            if p.is_file() and "_efficiency." not in p.name}
 
 
 @pytest.mark.slow
