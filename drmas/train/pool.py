@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from drmas.config.profile import ResourceConfig, TrainConfig
-from drmas.errors import DrmasError
+from drmas.errors import ConfigError, DrmasError
 from drmas.rollout.base import Generation, Sampling
 from drmas.rollout.mas import derived_seed
 
@@ -29,6 +29,9 @@ class WorkerLostError(DrmasError):
     killed). The cluster failed, not the configuration or the harness, and a rerun can resume
     from the last checkpoint, so it is the user's one-line error (exit status 2), not a bug's
     traceback; the trainer adds which checkpoint (`Trainer.run`)."""
+
+
+RESERVE_TIMEOUT_S = 120.0   # how long a run waits for its pool's bundles before saying why
 
 
 @dataclass(frozen=True)
@@ -84,10 +87,15 @@ class ResourcePool:
         import ray
         from ray.util.placement_group import placement_group
 
+        from ray.exceptions import GetTimeoutError
+
         bundles, self.slots = plan_slots(groups, self.res.workers_per_group, self.cpus,
                                          self.gpus, self.res.placement)
         self.pg = placement_group(bundles, strategy="PACK")
-        ray.get(self.pg.ready(), timeout=120)
+        try:
+            ray.get(self.pg.ready(), timeout=RESERVE_TIMEOUT_S)
+        except GetTimeoutError:
+            raise ConfigError(_unplaceable(bundles, self.res)) from None
         return self.slots
 
     @property
@@ -103,6 +111,22 @@ class ResourcePool:
             self.pg = None
         if self.owns_ray and ray.is_initialized():
             ray.shutdown()
+
+
+def _unplaceable(bundles: list[dict], res: ResourceConfig) -> str:
+    """Why the pool waited in vain (a bundle fits on no node, or the nodes are busy): the
+    bundles asked for and the nodes there are, with what would make them fit."""
+    import ray
+
+    def size(r: dict) -> str:
+        return f"{r.get('CPU', 0):g} CPU / {r.get('GPU', 0):g} GPU"
+
+    nodes = ", ".join(size(n["Resources"]) for n in ray.nodes() if n["Alive"])
+    return (f"resources: Ray could not reserve the pool in {RESERVE_TIMEOUT_S:g} s: "
+            f"{len(bundles)} bundle(s) of {size(bundles[0])} ({res.placement}, "
+            f"{res.workers_per_group} worker(s) per group), each on one node, on nodes of "
+            f"{nodes} (some may be busy); lower resources.num_cpus / num_gpus or raise "
+            f"resources.workers_per_group so that a bundle fits on a node")
 
 
 def start_ray(num_cpus: int, num_gpus: int = 0, address: str | None = None) -> None:

@@ -204,3 +204,24 @@ def test_lost_node_ends_the_run_in_one_line_and_a_rerun_resumes(
             cluster.head_node.node_id, new.node_id}
     assert summary["resumed_from"] == 1
     assert_same_run(out, reference(workers))
+
+
+def test_a_pool_no_node_can_hold_is_one_clear_line(two_nodes, tiny_model_dir, train_rows,
+                                                   tmp_path, monkeypatch):
+    """A pool of 2 CPUs as one colocated bundle cannot fit on nodes of 1 CPU: the run ends
+    with a ConfigError that names the bundles and the nodes (after the reservation's timeout,
+    5 s here), not with Ray's GetTimeoutError, and leaves the cluster whole and free."""
+    from drmas.errors import ConfigError
+    from drmas.train import pool
+
+    cluster, worker = two_nodes
+    monkeypatch.setattr(pool, "RESERVE_TIMEOUT_S", 5.0)
+    cfg = config(tiny_model_dir, "ray", "colocated", 1, address=cluster.address)
+    with pytest.raises(ConfigError) as info:
+        make_trainer(cfg, train_rows, tmp_path / "run", "nonshared", "drmas")
+    assert str(info.value) == (
+        "resources: Ray could not reserve the pool in 5 s: 1 bundle(s) of 2 CPU / 0 GPU "
+        "(colocated, 1 worker(s) per group), each on one node, on nodes of 1 CPU / 0 GPU, "
+        "1 CPU / 0 GPU (some may be busy); lower resources.num_cpus / num_gpus or raise "
+        "resources.workers_per_group so that a bundle fits on a node")
+    assert_cluster_left_whole(cluster, {cluster.head_node.node_id, worker.node_id})
