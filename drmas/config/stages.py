@@ -9,9 +9,11 @@ or an evaluation setting leaves data preparation and warm starts alone. See ARCH
 "Reruns".
 
 Machine settings (threads, `resources:`) are not part of any key: they decide where a job
-runs, not what it computes (a run resumes the same with any number of workers). The one
-exception: under `loss_aggregation: verl` the worker count is part of a run's key, because
-verl's token-mean weighs rows by their micro-batch on each device.
+runs, so a run may resume on another backend or cluster. They can still change what it
+computes: beyond float rounding, a group of W > 1 workers draws its samples with one seed per
+rank (`RayGroup.generate`), so another `workers_per_group` draws other samples from then on.
+Under `loss_aggregation: verl` the worker count is part of a run's key, because verl's
+token-mean weighs rows by their micro-batch on each device.
 """
 
 from __future__ import annotations

@@ -85,9 +85,8 @@ class ResourcePool:
     def reserve(self, groups: Sequence[str]) -> dict[str, list[Slot]]:
         """Reserve the bundles for `groups` and return each group's slots."""
         import ray
-        from ray.util.placement_group import placement_group
-
         from ray.exceptions import GetTimeoutError
+        from ray.util.placement_group import placement_group
 
         bundles, self.slots = plan_slots(groups, self.res.workers_per_group, self.cpus,
                                          self.gpus, self.res.placement)

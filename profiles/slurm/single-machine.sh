@@ -6,8 +6,8 @@
 #   sudo bash profiles/slurm/single-machine.sh stop     # stop every daemon it started
 #
 # It installs Debian's SLURM (slurm-wlm 22.05 on Debian 12) with munge (authentication),
-# slurmdbd and MariaDB (job accounting: the SLURM executor plugin polls job states with
-# `sacct`, which needs a database), writes a slurm.conf for this host (one node, one
+# slurmdbd and MariaDB (job accounting: `sacct`, which real clusters have and the test reads,
+# needs a database), writes a slurm.conf for this host (one node, one
 # partition `debug`, this machine's cores and memory less 2 GB; cluster `drmas`, account
 # `drmas` for the calling user) and starts munged, MariaDB, slurmdbd, slurmctld and slurmd.
 # The daemons run as root: this is a test cluster on one machine, not a shared one.
@@ -54,7 +54,8 @@ if ! command -v slurmctld >/dev/null || ! command -v slurmdbd >/dev/null \
     log "installing $PACKAGES"
     export DEBIAN_FRONTEND=noninteractive
     apt-get install -y -q $PACKAGES >/dev/null 2>&1 \
-        || { apt-get update -q >/dev/null && apt-get install -y -q $PACKAGES >/dev/null; }
+        || { apt-get update -q >/dev/null && apt-get install -y -q $PACKAGES >/dev/null; } \
+        || die "apt-get could not install $PACKAGES"
 fi
 
 stop_daemons
