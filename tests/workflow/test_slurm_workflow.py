@@ -123,7 +123,7 @@ def test_slurm_workflow_survives_a_cancelled_job(cluster, tmp_path, capsys):
 
     # Every job but the local `all` ran as a SLURM job, with the test account and partition;
     # the cancelled one shows as CANCELLED and again, resubmitted, as COMPLETED.
-    jobs = accounting(root, since, expected=sum(plan.values()))
+    jobs = accounting(root, since, expected=sum(plan.values()))   # all jobs - `all` + 1 resubmitted
     done = collections.Counter(r["comment"].split("_wildcards_")[0].removeprefix("rule_")
                                for r in jobs if r["state"] == "COMPLETED")
     assert done == plan - collections.Counter({"all": 1}), jobs
