@@ -29,6 +29,12 @@ def make_trainer(cfg, rows, out, assignment="shared", method="grpo", *, suite=No
     return trainer
 
 
+def run_trained(cfg, rows, out, assignment="nonshared", method="drmas", **kwargs):
+    """(trainer, summary) of one whole run of `make_trainer(cfg, rows, out, ...)`."""
+    trainer = make_trainer(cfg, rows, out, assignment, method, **kwargs)
+    return trainer, trainer.run()
+
+
 @contextmanager
 def two_worker_group(model_dir, agents, settings):
     """Group "g" of `agents` on `model_dir` with W = 2 Ray workers (FSDP2; Ray must be

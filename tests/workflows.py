@@ -1,11 +1,14 @@
 """Reduced configurations of the default workflow for the slow end-to-end tests, and a copy
 of the workflow that runs one."""
 
+import subprocess
+import time
 from pathlib import Path
 
 import yaml
 
 from drmas.config.layers import deep_merge
+from drmas.train import checkpoint
 from repo import REPO, copy_workflow
 
 # One seed, Ray actors (the default profile runs its groups in-process to fit three seeds in
@@ -45,3 +48,19 @@ def comparable_tables(root: Path, profile: str = REDUCED["profile"]) -> dict[str
     folder = root / "results" / profile / "tables"
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir())
             if p.is_file() and "_efficiency." not in p.name}
+
+
+def first_checkpointed_run(root: Path, proc: subprocess.Popen, timeout: float,
+                           profile: str = REDUCED["profile"]) -> Path:
+    """Wait (polling every 0.05 s) until an RL run of the workflow that `proc` runs in `root`
+    has a complete checkpoint (renamed into place, not `step<k>.tmp`: mid-run, with later
+    steps, its final save and its evaluation still to come); returns that run's
+    `<suite>/<assignment>/<method>/seed<k>`, the same under runs/ and checkpoints/."""
+    folder = root / "results" / profile / "checkpoints"
+    deadline = time.time() + timeout
+    while not (hits := [c for c in folder.glob("*/*/*/seed*") if checkpoint.latest(c)]):
+        assert proc.poll() is None, "the workflow ended before any checkpoint:\n" + (
+            proc.stderr.read()[-3000:] if proc.stderr else "")
+        assert time.time() < deadline, "no checkpoint appeared"
+        time.sleep(0.05)
+    return hits[0].relative_to(folder)

@@ -8,7 +8,7 @@ import torch
 
 from conftest import make_config
 from drmas.train.pool import plan_slots
-from training import equal_weights, final_weights, make_trainer, stripped
+from training import equal_weights, final_weights, run_trained, stripped
 
 
 def test_colocated_slots_share_bundles():
@@ -50,11 +50,6 @@ def test_resources_are_validated(resources, message):
         from_dict(raw)
 
 
-def run_once(cfg, out, rows, assignment="nonshared"):
-    t = make_trainer(cfg, rows, out, assignment, "drmas")
-    return t, t.run()
-
-
 def test_ray_run_equals_local_run(tiny_model_dir, math_rows, tmp_path):
     """Two groups as Ray actors on disjoint slices (updating side by side) give the same
     metrics and final weights as the same run in-process; Ray is shut down afterwards, the
@@ -68,8 +63,8 @@ def test_ray_run_equals_local_run(tiny_model_dir, math_rows, tmp_path):
         ray_cfg.resources, backend="ray", placement="disjoint", num_cpus=2),
         agents={"verifier": {"lr": 5e-4}})
     local_cfg = dataclasses.replace(local_cfg, agents={"verifier": {"lr": 5e-4}})
-    _, s_local = run_once(local_cfg, tmp_path / "local", train)
-    t, s_ray = run_once(ray_cfg, tmp_path / "ray", train)
+    _, s_local = run_trained(local_cfg, train, tmp_path / "local")
+    t, s_ray = run_trained(ray_cfg, train, tmp_path / "ray")
     assert not ray.is_initialized() and t.pool is None
     assert not any(isinstance(v, torch.nn.Module) for g in t.groups.values() for v in vars(g).values())
     assert s_ray["startup"]["ray_start_s"] > 0 and s_ray["backend"] == "ray"

@@ -19,7 +19,8 @@ from conftest import make_config
 from drmas.config.profile import ResourceConfig
 from drmas.errors import DrmasError
 from drmas.train import checkpoint
-from training import equal_weights, final_weights, make_trainer, odd_length_reward, stripped
+from training import (equal_weights, final_weights, make_trainer, odd_length_reward,
+                      run_trained, stripped)
 
 pytestmark = pytest.mark.cluster
 
@@ -83,11 +84,6 @@ def config(model, backend="local", placement="colocated", workers=1, address=Non
         ray_address=address))
 
 
-def run(cfg, rows, out, **kwargs):
-    trainer = make_trainer(cfg, rows, out, "nonshared", "drmas", **kwargs)
-    return trainer, trainer.run()
-
-
 @pytest.fixture(scope="module")
 def reference(tiny_model_dir, train_rows, tmp_path_factory):
     """reference(workers) -> the run folder of the same training without a cluster, made
@@ -101,7 +97,7 @@ def reference(tiny_model_dir, train_rows, tmp_path_factory):
             out = tmp_path_factory.mktemp(f"reference{workers}")
             cfg = config(tiny_model_dir, "local") if workers == 1 else \
                 config(tiny_model_dir, "ray", "colocated", workers)
-            run(cfg, train_rows, out)
+            run_trained(cfg, train_rows, out)
             done[workers] = out
         return done[workers]
 
@@ -145,7 +141,7 @@ def test_groups_span_both_nodes(two_nodes, placement, workers, tiny_model_dir, t
     cluster, worker = two_nodes
     both = {cluster.head_node.node_id, worker.node_id}
     cfg = config(tiny_model_dir, "ray", placement, workers, address=cluster.address, cpus=None)
-    t, summary = run(cfg, train_rows, tmp_path / "cluster")
+    t, summary = run_trained(cfg, train_rows, tmp_path / "cluster")
     nodes = {g: grp.nodes for g, grp in t.groups.items()}
     assert summary["backend"] == "ray" and summary["resumed_from"] is None
     assert {n for ranks in nodes.values() for n in ranks} == both
@@ -195,11 +191,11 @@ def test_lost_node_ends_the_run_in_one_line_and_a_rerun_resumes(
     assert_cluster_left_whole(cluster, {cluster.head_node.node_id})
 
     if workers == 1:
-        _, summary = run(config(tiny_model_dir, "local"), train_rows, out)
+        _, summary = run_trained(config(tiny_model_dir, "local"), train_rows, out)
     else:
         new = cluster.add_node(num_cpus=1, resources={"worker": 1})
         cluster.wait_for_nodes()
-        t, summary = run(cfg, train_rows, out)
+        t, summary = run_trained(cfg, train_rows, out)
         assert {n for grp in t.groups.values() for n in grp.nodes} == {
             cluster.head_node.node_id, new.node_id}
     assert summary["resumed_from"] == 1

@@ -7,22 +7,18 @@ workflow runs (`pytest -m slow`)."""
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from drmas.train import checkpoint
 from repo import snakemake, snakemake_bin, workflow_env
-from workflows import REDUCED, comparable_tables as tables, reduced_workflow
+from workflows import REDUCED, comparable_tables as tables, first_checkpointed_run, reduced_workflow
 
 # Today's workflow layout, in one place (the workflow may move folders: adapt here).
 PROFILE = REDUCED["profile"]
 TABLES = f"results/{PROFILE}/tables"
 RUNS = f"results/{PROFILE}/runs"
-CHECKPOINTS = f"results/{PROFILE}/checkpoints"             # kept apart from the run folders
-RUN_FOLDERS = "*/*/*/seed*"                                # under RUNS and CHECKPOINTS
 SUMMARY = "summary.json"                                   # in a run folder, written last
 
 CONFIG = {**REDUCED, "suites": ["math"]}
@@ -60,18 +56,11 @@ def descendants(pid: int) -> set[int]:
 
 def kill_at_first_checkpoint(root: Path, timeout=1500) -> Path:
     """Start the workflow in its own process group; SIGKILL the group as soon as an RL run
-    has a complete checkpoint (renamed into place, not `step<k>.tmp`: mid-run, with later
-    steps, its final save and its evaluation still to come). Returns that run's folder."""
+    has a complete checkpoint (`first_checkpointed_run`). Returns that run's folder."""
     proc = subprocess.Popen([*SNAKEMAKE, "--cores", "2"], cwd=root, env=ENV, text=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)
-    deadline = time.time() + timeout
-    while not (hits := [root / RUNS / ckpts.relative_to(root / CHECKPOINTS)
-                         for ckpts in (root / CHECKPOINTS).glob(RUN_FOLDERS)
-                         if checkpoint.latest(ckpts)]):
-        assert proc.poll() is None, "the workflow ended before any checkpoint:\n" + proc.stderr.read()[-3000:]
-        assert time.time() < deadline, "no checkpoint appeared"
-        time.sleep(0.05)
+    run = root / RUNS / first_checkpointed_run(root, proc, timeout)
     below = descendants(proc.pid)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -81,7 +70,7 @@ def kill_at_first_checkpoint(root: Path, timeout=1500) -> Path:
         except ProcessLookupError:
             pass
     proc.stderr.close()
-    return hits[0]
+    return run
 
 
 @pytest.mark.slow

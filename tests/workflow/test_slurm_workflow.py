@@ -19,13 +19,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from drmas.train import checkpoint
 from repo import REPO, snakemake, snakemake_bin, workflow_env
-from workflows import REDUCED, comparable_tables, reduced_workflow
+from workflows import REDUCED, comparable_tables, first_checkpointed_run, reduced_workflow
 
 PROFILE = REDUCED["profile"]
 CONFIG = {**REDUCED, "suites": ["math"]}
-CHECKPOINTS = f"results/{PROFILE}/checkpoints"
 RUNS = f"results/{PROFILE}/runs"
 ACCOUNT, PARTITION = "drmas", "debug"           # what single-machine.sh sets up
 SLURM = ["--profile", str(REPO / "profiles" / "slurm"), "--configfile", f"config/{PROFILE}.yaml",
@@ -67,18 +65,14 @@ def planned_jobs(root: Path) -> collections.Counter:
 def cancel_at_first_checkpoint(root: Path, proc: subprocess.Popen, timeout=900) -> tuple[str, Path]:
     """Wait until a training run of the workflow in `root` has a complete checkpoint, then
     `scancel` its SLURM job; returns (the job's comment, the run's folder)."""
-    deadline = time.time() + timeout
-    while not (hits := [c for c in (root / CHECKPOINTS).glob("*/*/*/seed*") if checkpoint.latest(c)]):
-        assert proc.poll() is None, "the workflow ended before any checkpoint"
-        assert time.time() < deadline, "no checkpoint appeared"
-        time.sleep(0.05)
-    suite, assignment, method, seed = hits[0].relative_to(root / CHECKPOINTS).parts
+    run = first_checkpointed_run(root, proc, timeout)
+    suite, assignment, method, seed = run.parts
     comment = f"rule_train_wildcards_{suite}_{assignment}_{method}_{seed.removeprefix('seed')}"
     jobs = [line.split("|") for line in slurm("squeue", "-h", "-o", "%i|%k|%Z").splitlines()]
     ids = [job for job, com, workdir in jobs if com == comment and Path(workdir) == root]
     assert len(ids) == 1, f"no single running SLURM job for {comment}: {jobs}"
     slurm("scancel", ids[0])
-    return comment, root / RUNS / hits[0].relative_to(root / CHECKPOINTS)
+    return comment, root / RUNS / run
 
 
 def accounting(root: Path, since: str, expected: int, timeout=60) -> list[dict]:
