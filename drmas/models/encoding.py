@@ -56,5 +56,17 @@ def encode_prompt(tokenizer, messages: list[dict], encoding: PromptEncoding | No
     return truncate_ids(ids, encoding.max_tokens, encoding.truncation)
 
 
+def encode_prompts(tokenizer, prompts: list[list[dict]],
+                   encoding: PromptEncoding | None = None) -> list[list[int]]:
+    """`encode_prompt` of each prompt, a run of equal consecutive prompts encoded once: the n
+    samples of a GRPO group or an avg@16 evaluation share their messages, and the chat
+    template is a large part of a small model's rollout (20 of 160 ms for 64 rows)."""
+    out: list[list[int]] = []
+    for i, messages in enumerate(prompts):
+        same = i > 0 and messages == prompts[i - 1]
+        out.append(list(out[-1]) if same else encode_prompt(tokenizer, messages, encoding))
+    return out
+
+
 def encode_response(tokenizer, text: str) -> list[int]:
     return tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]

@@ -109,6 +109,9 @@ def decode_attention(module, query, key, value, attention_mask, dropout: float =
     if q_len != 1 or dropout or kwargs.get("position_bias") is not None:
         return sdpa_attention_forward(module, query, key, value, attention_mask,
                                       dropout=dropout, scaling=scaling, **kwargs)
+    if attention_mask is not None and attention_mask.shape[-1] < key.shape[2]:
+        # a DecodeMask as wide as the slots written so far: the rest is never attended to
+        key, value = key[:, :, :attention_mask.shape[-1]], value[:, :, :attention_mask.shape[-1]]
     kv_heads, length = key.shape[1], key.shape[2]
     scale = scaling if scaling is not None else 1.0 / math.sqrt(dim)
     q = query.reshape(batch, kv_heads, heads // kv_heads, dim)
@@ -131,17 +134,41 @@ AttentionMaskInterface.register(NAME, sdpa_mask)
 @contextlib.contextmanager
 def decoding(model):
     """The model attends through `decode_attention` inside the block (sdpa models only: any
-    other implementation, e.g. eager or flash, is left as it is)."""
+    other implementation, e.g. eager or flash, is left as it is). Yields whether it does."""
     config = model.config
     before = getattr(config, "_attn_implementation", None)
     if before != "sdpa":
-        yield
+        yield False
         return
     config._attn_implementation = NAME
     try:
-        yield
+        yield True
     finally:
         config._attn_implementation = before
+
+
+class DecodeMask:
+    """The 4-D boolean mask of the single-token decode steps: a row's prompt tokens (left
+    padding off) and the response slots written so far, [rows, 1, 1, slots written]: as wide
+    as the part of the cache written, so that `decode_attention` reads that part only (short
+    replies leave most response slots empty to the end).
+
+    Built here rather than by transformers from the 2-D mask: for a single query, transformers
+    drops the mask altogether when the 2-D mask holds no zero (every prompt of the batch the
+    same length), and `decode_attention` would then attend to the cache slots not written yet
+    (zeros). A 4-D mask is passed through as it is, which also spares the mask's construction
+    at every step."""
+
+    def __init__(self, prompt_mask: torch.Tensor, new_tokens: int):
+        rows, self.width = prompt_mask.shape
+        self.mask = torch.cat([prompt_mask.bool(), prompt_mask.new_zeros(
+            (rows, new_tokens), dtype=torch.bool)], 1)[:, None, None, :]
+
+    def at(self, step: int) -> torch.Tensor:
+        """The mask of decode step `step` >= 1, whose input token goes to slot width + step - 1."""
+        end = self.width + step
+        self.mask[..., end - 1] = True
+        return self.mask[..., :end]
 
 
 def distinct_prompts(prompts) -> tuple[list[list[int]], list[int]]:

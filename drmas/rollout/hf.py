@@ -23,7 +23,7 @@ from typing import Iterable, Sequence
 import torch
 
 from drmas.rollout.base import Generation, Sampling
-from drmas.rollout.decode import decoding, distinct_prompts, preallocated_cache
+from drmas.rollout.decode import DecodeMask, decoding, distinct_prompts, preallocated_cache
 
 
 def sample_tokens(logits: torch.Tensor, sampling: Sampling,
@@ -120,7 +120,7 @@ class HFEngine:
         # (a slot not yet written is after the current position, so causality hides it)
         mask = torch.cat([prompt_mask, prompt_mask.new_ones((len(unique), sampling.max_tokens))], 1)
         past = preallocated_cache(self.model, width + sampling.max_tokens)
-        with decoding(self.model):
+        with decoding(self.model) as ours:
             # one prefill per distinct prompt; its cache rows are then repeated per sample
             out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions,
                              past_key_values=past, use_cache=True, logits_to_keep=1)
@@ -130,12 +130,15 @@ class HFEngine:
                 past.batch_repeat_interleave(counts)     # row i -> counts[i] rows, per layer
                 logits = logits.repeat_interleave(counts, dim=0)
                 mask = mask.repeat_interleave(counts, dim=0)
+                prompt_mask = prompt_mask.repeat_interleave(counts, dim=0)
                 positions = positions.repeat_interleave(counts, dim=0)
+            # decode_attention takes its 4-D mask (DecodeMask); other attentions the 2-D one
+            step_mask = DecodeMask(prompt_mask, sampling.max_tokens).at if ours else lambda _: mask
             new_tokens, new_logprobs = [], []
             done = torch.zeros(batch, dtype=torch.bool, device=dev)
             for step in range(sampling.max_tokens):
                 if step:
-                    out = self.model(input_ids=tokens[:, None], attention_mask=mask,
+                    out = self.model(input_ids=tokens[:, None], attention_mask=step_mask(step),
                                      position_ids=positions, past_key_values=past,
                                      use_cache=True, logits_to_keep=1)
                     logits = out.logits[:, -1, :]

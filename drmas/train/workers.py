@@ -35,7 +35,7 @@ import torch
 from drmas.algos.loss import LossOptions, policy_loss, verl_row_denominators
 from drmas.config.profile import TrainConfig
 from drmas.mas.base import Messages
-from drmas.models.encoding import PromptEncoding, encode_prompt
+from drmas.models.encoding import PromptEncoding, encode_prompts
 from drmas.models.precision import autocast, dtype_name, resolve_dtype
 from drmas.models.tiny import load_model, load_tokenizer
 from drmas.rollout.base import Generation, Sampling
@@ -152,7 +152,7 @@ class GroupWorker:
         """Tokenise with this group's own tokenizer and chat template, then sample."""
         if not prompts:
             return []
-        ids = [encode_prompt(self.tokenizer, m, self.encoding) for m in prompts]
+        ids = encode_prompts(self.tokenizer, list(prompts), self.encoding)
         return self.engine.generate(ids, sampling, seed=seed)
 
     # -- reference model (KL in reward: drmas/train/reference.py) ------------------------

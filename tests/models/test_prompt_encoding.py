@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from drmas.errors import ConfigError
-from drmas.models.encoding import PromptEncoding, encode_prompt, truncate_ids
+from drmas.models.encoding import PromptEncoding, encode_prompt, encode_prompts, truncate_ids
 
 # A Qwen3-style chat template (ChatML) with its thinking switch: with enable_thinking false the
 # generation prompt carries an empty think block, so the model answers without reasoning.
@@ -72,6 +72,26 @@ def test_long_prompts_are_capped_on_their_side(qwen3_style_dir):
     assert len(full) > 1000 and len(left) == len(middle) == 64
     assert left == full[-64:] and middle == full[:32] + full[-32:]
     assert tok.decode(left).endswith("<|im_start|>assistant\n")       # still a generation prompt
+
+
+def test_runs_of_equal_prompts_are_encoded_once(qwen3_style_dir, monkeypatch):
+    """encode_prompts equals encode_prompt per prompt, calls the template once per run of
+    equal consecutive prompts (a prompt seen again after another is encoded again), and hands
+    out lists that do not alias one another."""
+    from drmas.models import encoding as enc
+    from drmas.models.tiny import load_tokenizer
+
+    tok = load_tokenizer(qwen3_style_dir)
+    other = [{"role": "user", "content": "What is 2 + 3?"}]
+    prompts = [MESSAGES] * 3 + [other] * 2 + [MESSAGES]
+    cap = PromptEncoding(max_tokens=12, truncation="middle")
+    calls = []
+    monkeypatch.setattr(enc, "encode_prompt",
+                        lambda *a: calls.append(1) or encode_prompt(*a))
+    ids = encode_prompts(tok, prompts, cap)
+    assert ids == [encode_prompt(tok, p, cap) for p in prompts] and len(calls) == 3
+    ids[0].append(-1)
+    assert ids[1] == ids[2] == encode_prompt(tok, MESSAGES, cap)
 
 
 def test_worker_generates_from_the_encoded_prompt(qwen3_style_dir):

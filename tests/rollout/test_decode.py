@@ -74,6 +74,37 @@ def test_engine_logprobs_equal_a_teacher_forced_forward_with_gqa():
         assert torch.allclose(torch.tensor(g.logprobs), ref[:, 0], atol=1e-4)
 
 
+def test_prompts_of_one_length_attend_to_written_slots_only():
+    """A batch without any left padding (every prompt of one length): the decode steps still
+    mask the response slots not written yet. transformers drops a single query's mask when
+    the 2-D mask holds no zero; attending to the zero slots put the engine's logprobs 0.58 off
+    the trainer's on the default small math model."""
+    model = _gqa_model(seed=3)
+    g = torch.Generator().manual_seed(3)
+    prompts = [torch.randint(2, 97, (7,), generator=g).tolist() for _ in range(5)]
+    prompts += [prompts[0]] * 2                                 # a repeated one too
+    engine = HFEngine(model, _Tok(), batch_size=16)
+    engine.eos_id = -1
+    greedy = engine.generate(prompts, Sampling(0.0, 1.0, 10), seed=0)
+    assert [x.response_ids for x in greedy] == _reference_greedy(model, prompts, 10)
+    sampled = engine.generate(prompts, Sampling(1.0, 1.0, 10), seed=0)
+    for x in sampled:
+        ids = torch.tensor([x.prompt_ids + x.response_ids])
+        with torch.no_grad():
+            logits = model(input_ids=ids).logits[0, len(x.prompt_ids) - 1:-1].float()
+        ref = torch.log_softmax(logits, -1).gather(-1, torch.tensor(x.response_ids)[:, None])
+        assert torch.allclose(torch.tensor(x.logprobs), ref[:, 0], atol=1e-4)
+
+
+def test_decode_mask_opens_one_slot_per_step():
+    from drmas.rollout.decode import DecodeMask
+
+    steps = DecodeMask(torch.tensor([[0, 1, 1], [1, 1, 1]]), new_tokens=3)
+    assert steps.at(1)[:, 0, 0].tolist() == [[False, True, True, True], [True, True, True, True]]
+    assert steps.at(2)[:, 0, 0].tolist() == [[False, True, True, True, True],
+                                             [True, True, True, True, True]]
+
+
 def test_repeated_prompts_sample_what_a_prefill_per_row_samples(monkeypatch):
     """One prefill per distinct prompt, its cache rows repeated, gives the samples (same
     generator) that a prefill of every row gives; the copies still sample apart."""
@@ -115,6 +146,12 @@ def test_decode_attention_equals_repeated_key_attention(dtype, atol):
     ref = _repeat_kv_attention(q.float(), k.float(), v.float(), mask, 0.25)
     assert out.shape == (5, 1, 6, 16)
     assert torch.allclose(out.float(), ref, atol=atol)
+    # a mask narrower than the cache (DecodeMask: the slots written) reads that part only
+    narrow, _ = decode_attention(module, q, k, v, mask[..., :24], scaling=0.25)
+    written = mask.clone()
+    written[..., 24:] = False
+    assert torch.allclose(narrow.float(), _repeat_kv_attention(q.float(), k.float(), v.float(),
+                                                               written, 0.25), atol=atol)
 
 
 def test_preallocated_layer_writes_in_place_and_refuses_overflow():
