@@ -65,6 +65,7 @@ class OursSide:
                                engine_overrides={"engine": "hf", "dtype": dtype})
         self.gen_cpu = 0.0
         self.update_tokens: dict = {}
+        self._update_rows: list[dict] = []
         self._count_generate_cpu()
         self._count_update_tokens()
 
@@ -73,6 +74,7 @@ class OursSide:
         self.gen_cpu = 0.0
         m = self.trainer.train_step()
         total, cpu = time.perf_counter() - t0, time.process_time() - c0
+        self._count_tokens()                    # after the clock: not part of the step
         tokens = m["tokens_per_s"] * m["time"]["generate"]
         return {"total": total, "generate": m["time"]["generate"],
                 "update": total - m["time"]["generate"], "tokens": tokens,
@@ -81,21 +83,26 @@ class OursSide:
                    for k, v in d.items()}}
 
     def _count_update_tokens(self) -> None:
-        """Tokens the update runs through the model, with and without sharing, from the rows
-        it is handed (one mini-batch, one agent here, so its plan is one prefix_chunks)."""
-        from drmas.train.prefix import update_tokens
-
+        """Keep the rows the update is handed, for `_count_tokens` once the step is timed."""
         group = self.trainer.groups["m"]
-        update, s = group.update, group.settings
+        update = group.update
 
-        def counted(rows, *args, **kw):
-            self.update_tokens = update_tokens(
-                [r["prompt_ids"] for r in rows],
-                [len(r["prompt_ids"]) + len(r["response_ids"]) for r in rows],
-                s.micro_batch_rows, s.micro_batch_tokens)
+        def kept(rows, *args, **kw):
+            self._update_rows = rows
             return update(rows, *args, **kw)
 
-        group.update = counted
+        group.update = kept
+
+    def _count_tokens(self) -> None:
+        """Tokens the last update ran through the model, with and without sharing (one
+        mini-batch, one agent here, so its plan is one prefix_chunks)."""
+        from drmas.train.prefix import update_tokens
+
+        rows, s = self._update_rows, self.trainer.groups["m"].settings
+        self.update_tokens = update_tokens(
+            [r["prompt_ids"] for r in rows],
+            [len(r["prompt_ids"]) + len(r["response_ids"]) for r in rows],
+            s.micro_batch_rows, s.micro_batch_tokens)
 
     def _count_generate_cpu(self) -> None:
         """CPU seconds of sampling (the engine's generate calls) within a step."""

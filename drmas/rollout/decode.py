@@ -9,9 +9,11 @@ about 1.3 s with transformers' defaults, almost all of it moving the KV cache th
   of query heads (3x the cache for SmolLM2) before calling torch's kernel, whose CPU
   flash-attention loop is slow for a single query row.
 `PreallocatedLayer` writes each new key / value into storage sized once for prompt + response,
-and `decode_attention` computes a single query row's attention by grouped matmuls over that
-storage as it lies. Prompts longer than one token go through transformers' own `sdpa` function
-unchanged, so prefill and training compute exactly what they did.
+and `decode_attention` computes a single query row's attention by grouped matmuls over the
+part of that storage written so far (a view, not a copy; `DecodeMask` is as wide as that part:
+short replies leave most response slots empty, and reading only the written ones cut a small
+model's sampling by 13-20%). Prompts longer than one token go through transformers' own `sdpa`
+function unchanged, so prefill and training compute exactly what they did.
 
 Sampling n completions of one prompt (a GRPO group, an avg@16 evaluation) repeats the same
 prompt n times; `distinct_prompts` lets the engine prefill each distinct prompt once and copy
