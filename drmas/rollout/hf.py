@@ -130,15 +130,15 @@ class HFEngine:
                 past.batch_repeat_interleave(counts)     # row i -> counts[i] rows, per layer
                 logits = logits.repeat_interleave(counts, dim=0)
                 mask = mask.repeat_interleave(counts, dim=0)
-                prompt_mask = prompt_mask.repeat_interleave(counts, dim=0)
                 positions = positions.repeat_interleave(counts, dim=0)
             # decode_attention takes its 4-D mask (DecodeMask); other attentions the 2-D one
-            step_mask = DecodeMask(prompt_mask, sampling.max_tokens).at if ours else lambda _: mask
+            decode_mask = DecodeMask(mask[:, :width], sampling.max_tokens) if ours else None
             new_tokens, new_logprobs = [], []
             done = torch.zeros(batch, dtype=torch.bool, device=dev)
             for step in range(sampling.max_tokens):
                 if step:
-                    out = self.model(input_ids=tokens[:, None], attention_mask=step_mask(step),
+                    out = self.model(input_ids=tokens[:, None],
+                                     attention_mask=decode_mask.at(step) if ours else mask,
                                      position_ids=positions, past_key_values=past,
                                      use_cache=True, logits_to_keep=1)
                     logits = out.logits[:, -1, :]
