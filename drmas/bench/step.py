@@ -3,14 +3,15 @@
 The workload is single-agent so that TRL can run it too: the `single` math MAS (the Solver
 alone), 8 prompts x 8 samples x up to 64 new tokens, one optimiser step per RL step, the
 same model, learning rate, sampling (T = 1, top-p 1), clip 0.2, no KL, token-mean loss,
-grad clip 1, float32 on both sides (or bf16 on both). TRL trains in a child process
-(`TRLProcess`: in one process the two sides' OpenMP teams slowed each other), in a thread
-that a callback holds before each of its steps, so the two alternate step by step (same
-machine load for both); the median over the steps after warm-up is reported,
-split into generate (sampling only) and update (everything else: reward, advantages,
-logprobs, backward, optimiser). Beside wall seconds it reports the process's CPU seconds per
-step (each side's own process), which a machine shared with other jobs disturbs far less (with one torch thread they
-are the compute itself). TRL is in the benchmark-only extra `bench`.
+grad clip 1, float32 on both sides (or bf16 on both), both on the CPU (or both on one CUDA
+device, `--device cuda`: the clocks then wait for the device's queued work). TRL trains
+in a child process (`TRLProcess`: in one process the two sides' OpenMP teams slowed each
+other), in a thread that a callback holds before each of its steps, so the two alternate
+step by step (same machine load for both); the median over the steps after warm-up is
+reported, split into generate (sampling only) and update (everything else: reward,
+advantages, logprobs, backward, optimiser). Beside wall seconds it reports the process's
+CPU seconds per step (each side's own process), which a machine shared with other jobs
+disturbs far less (with one torch thread on the CPU they are the compute itself). TRL is in the benchmark-only extra `bench`.
 
 Ours runs with `train.shared_prefix` on (each GRPO group's prompt computed once in the
 update, drmas/train/prefix.py; `--no-shared-prefix` turns it off for a comparison) and
@@ -43,7 +44,7 @@ class OursSide:
     """This trainer on the `single` MAS, local backend, one optimiser step per RL step."""
 
     def __init__(self, model_path: Path, problems: list[dict], dtype: str, out: Path,
-                 shared_prefix: bool = True):
+                 shared_prefix: bool = True, device: str = "cpu"):
         from drmas.config.profile import (Assignment, Config, EvalConfig, ModelSpec, ResourceConfig,
                                   TrainConfig)
         from drmas.config.suites import Suite
@@ -58,11 +59,16 @@ class OursSide:
                               micro_batch_rows=PROMPTS * SAMPLES // MICRO_BATCHES,
                               micro_batch_tokens=1 << 20, lr=LR, max_response_tokens=NEW_TOKENS,
                               shared_prefix=shared_prefix),
-            eval=EvalConfig(), resources=ResourceConfig(backend="local"))
+            eval=EvalConfig(),
+            resources=ResourceConfig(backend="local", num_gpus=1 if device == "cuda" else 0))
         suite = Suite(name="math", mas="single", agents=["solver"], reward="math",
                       invalid_penalty=0.1, datasets={})
         self.trainer = Trainer(cfg, suite, "one", "grpo", 0, problems, out,
                                engine_overrides={"engine": "hf", "dtype": dtype})
+        placed = str(next(self.trainer.groups["m"].model.parameters()).device).split(":")[0]
+        if placed != device:
+            raise DrmasError(f"perf step: ours runs on {placed}, asked for {device}")
+        self.sync = _synchronizer(device)
         self.gen_cpu = 0.0
         self.update_tokens: dict = {}
         self._update_rows: list[dict] = []
@@ -70,9 +76,11 @@ class OursSide:
         self._count_update_tokens()
 
     def step(self) -> dict:
+        self.sync()
         t0, c0 = time.perf_counter(), time.process_time()
         self.gen_cpu = 0.0
         m = self.trainer.train_step()
+        self.sync()
         total, cpu = time.perf_counter() - t0, time.process_time() - c0
         self._count_tokens()                    # after the clock: not part of the step
         tokens = m["tokens_per_s"] * m["time"]["generate"]
@@ -123,7 +131,7 @@ class TRLSide:
     """TRL's GRPOTrainer on the same prompts and reward, stepped from the outside."""
 
     def __init__(self, model_path: Path, problems: list[dict], dtype: str, out: Path,
-                 steps: int):
+                 steps: int, device: str = "cpu"):
         try:
             from datasets import Dataset
             from transformers import TrainerCallback
@@ -147,17 +155,19 @@ class TRLSide:
                 out.append(float(reward(text, gold)) - 0.1 * (1.0 - float(valid)))
             return out
 
-        side = self
+        side, sync = self, _synchronizer(device)
         self.go, self.done, self.records = threading.Semaphore(0), threading.Semaphore(0), []
         self.error: BaseException | None = None
 
         class Turns(TrainerCallback):
             def on_step_begin(self, args, state, control, **kw):
                 side.go.acquire()
+                sync()
                 side.t0, side.gen_s, side.gen_tokens = time.perf_counter(), 0.0, 0
                 side.c0, side.gen_cpu = time.process_time(), 0.0
 
             def on_step_end(self, args, state, control, **kw):
+                sync()
                 total, cpu = time.perf_counter() - side.t0, time.process_time() - side.c0
                 side.records.append({"total": total, "generate": side.gen_s,
                                      "update": total - side.gen_s, "tokens": side.gen_tokens,
@@ -173,7 +183,7 @@ class TRLSide:
             steps_per_generation=MICRO_BATCHES,
             max_completion_length=NEW_TOKENS, temperature=1.0, top_p=1.0, top_k=0, beta=0.0,
             num_iterations=1, epsilon=0.2, loss_type="dapo", max_steps=steps,
-            logging_steps=10**6, save_strategy="no", report_to=[], use_cpu=True,
+            logging_steps=10**6, save_strategy="no", report_to=[], use_cpu=device == "cpu",
             bf16=dtype == "bfloat16", seed=0, dataloader_num_workers=0, disable_tqdm=True)
         tok = load_tokenizer(model_path)
         self.trainer = GRPOTrainer(model=load_model(model_path), reward_funcs=team_reward,
@@ -182,8 +192,10 @@ class TRLSide:
         generate = self.trainer._generate
 
         def timed_generate(prompts):
+            sync()
             t0, c0 = time.perf_counter(), time.process_time()
             out = generate(prompts)
+            sync()
             side.gen_s += time.perf_counter() - t0
             side.gen_cpu += time.process_time() - c0
             side.gen_tokens += sum(len(ids) for ids in out[1])   # completion_ids
@@ -216,7 +228,7 @@ class TRLProcess:
     side keeps the speed it has alone, and its CPU seconds are its own."""
 
     def __init__(self, model_path: Path, problems: list[dict], dtype: str, out: Path,
-                 steps: int):
+                 steps: int, device: str = "cpu"):
         import multiprocessing
 
         import torch
@@ -225,8 +237,8 @@ class TRLProcess:
         self.go, self.records = ctx.Semaphore(0), ctx.Queue()
         self.process = ctx.Process(
             target=_trl_child, daemon=True,
-            args=(model_path, problems, dtype, out, steps, torch.get_num_threads(), self.go,
-                  self.records))
+            args=(model_path, problems, dtype, out, steps, device, torch.get_num_threads(),
+                  self.go, self.records))
         self.process.start()
 
     def step(self) -> dict:
@@ -240,12 +252,12 @@ class TRLProcess:
         self.process.join(timeout=60)
 
 
-def _trl_child(model_path, problems, dtype, out, steps, threads, go, records) -> None:
+def _trl_child(model_path, problems, dtype, out, steps, device, threads, go, records) -> None:
     import torch
 
     torch.set_num_threads(threads)
     try:
-        side = TRLSide(model_path, problems, dtype, out, steps)
+        side = TRLSide(model_path, problems, dtype, out, steps, device)
         for _ in range(steps):
             go.acquire()
             records.put(side.step())
@@ -254,14 +266,24 @@ def _trl_child(model_path, problems, dtype, out, steps, threads, go, records) ->
         records.put(f"{type(exc).__name__}: {exc}")
 
 
+def _synchronizer(device: str):
+    """A call that waits for the device's queued work (a no-op on the CPU), so that a clock
+    read after it counts that work."""
+    import torch
+
+    return torch.cuda.synchronize if device == "cuda" else (lambda: None)
+
+
 def bench_step(model_path: Path, problems: list[dict], steps: int = 5, warmup: int = 1,
-               dtype: str = "float32", shared_prefix: bool = True) -> dict:
+               dtype: str = "float32", shared_prefix: bool = True, device: str = "cpu") -> dict:
     """Alternate ours / TRL for warmup + steps RL steps each; medians after warm-up."""
     import torch
 
+    if device == "cuda" and not torch.cuda.is_available():
+        raise DrmasError("perf step --device cuda: torch sees no CUDA device")
     work = Path(tempfile.mkdtemp(prefix="drmas-perf-step-"))
-    ours = OursSide(model_path, problems, dtype, work / "ours", shared_prefix)
-    trl = TRLProcess(model_path, problems, dtype, work / "trl", steps + warmup)
+    ours = OursSide(model_path, problems, dtype, work / "ours", shared_prefix, device)
+    trl = TRLProcess(model_path, problems, dtype, work / "trl", steps + warmup, device)
     runs: dict[str, list[dict]] = {"ours": [], "trl": []}
     for k in range(steps + warmup):
         for name, side in (("ours", ours), ("trl", trl)):
@@ -270,6 +292,7 @@ def bench_step(model_path: Path, problems: list[dict], steps: int = 5, warmup: i
                 runs[name].append(rec)
     trl.close()
     out = {"model": str(model_path), "dtype": dtype, "steps": steps, "warmup": warmup,
+           "device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
            "threads": torch.get_num_threads(), "shared_prefix": shared_prefix,
            "workload": {"prompts": PROMPTS, "samples": SAMPLES, "new_tokens": NEW_TOKENS, "lr": LR}}
     for name, recs in runs.items():
@@ -288,7 +311,9 @@ def bench_step(model_path: Path, problems: list[dict], steps: int = 5, warmup: i
 
 
 def report_step(result: dict) -> None:
-    print(f"perf step: {result['model']} ({result['dtype']}, {result['threads']} threads), "
+    where = (f"{result['threads']} threads" if result.get("device", "cpu") == "cpu"
+             else result["device"])
+    print(f"perf step: {result['model']} ({result['dtype']}, {where}), "
           f"{PROMPTS} prompts x {SAMPLES} samples x {NEW_TOKENS} new tokens "
           f"({MICRO_BATCHES} micro-batches), median of "
           f"{result['steps']} steps after {result['warmup']} warm-up, alternating")

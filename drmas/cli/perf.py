@@ -52,7 +52,8 @@ def perf_model(args) -> None:
         from drmas.bench.step import bench_step, report_step
 
         result = bench_step(path, problems(), steps=args.steps, warmup=args.warmup,
-                            dtype=args.dtype, shared_prefix=not args.no_shared_prefix)
+                            dtype=args.dtype, shared_prefix=not args.no_shared_prefix,
+                            device=args.device)
         result["model_name"] = what
         report_step(result)
     else:
@@ -65,7 +66,8 @@ def perf_model(args) -> None:
         result["model_name"] = what
         report_rollout(result)
     model = args.model if args.model in NAMED_MODELS else Path(args.model).name
-    out = write_json(result, f"{args.what}_{model}_{args.dtype}")
+    where = "" if getattr(args, "device", "cpu") == "cpu" else f"_{args.device}"
+    out = write_json(result, f"{args.what}_{model}_{args.dtype}{where}")
     print(f"-> {out}")
     if args.json:
         print(json.dumps(result))
@@ -147,3 +149,6 @@ def add_commands(sub) -> None:
     step.add_argument("--no-shared-prefix", action="store_true",
                       help="run ours without train.shared_prefix (each row's prompt computed "
                            "in full, as TRL does), for a comparison")
+    step.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                      help="where both sides run (cuda: the first visible GPU; the JSON is "
+                           "then step_<model>_<dtype>_cuda.json)")

@@ -101,3 +101,19 @@ def test_gguf_conversion_keeps_the_greedy_reply(tmp_path):
         b = ref.generate(ids, max_new_tokens=16, do_sample=False)
     assert a.tolist() == b.tolist()
     assert "Paris" in tok.decode(a[0, ids.shape[1]:])
+
+
+def test_perf_step_on_cuda_without_a_gpu_says_so(tmp_path, monkeypatch):
+    """`perf step --device cuda` where torch sees no GPU: a one-line error before any model is
+    built (on a GPU machine both sides then run there; measured in docs/results.md)."""
+    import torch
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    from drmas.bench.step import bench_step
+    from drmas.errors import DrmasError
+
+    with pytest.raises(DrmasError, match="--device cuda: torch sees no CUDA device"):
+        bench_step(tmp_path / "no-model", [], device="cuda")
+    assert not list(tmp_path.iterdir())
+
