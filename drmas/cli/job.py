@@ -1,6 +1,6 @@
 """What a job's arguments resolve to: the profile config (with the suite's overrides and
-`--threads` applied), the benchmark suite, torch's threads and determinism, the retriever
-of a searching suite, and the agent demonstrations of the warm start."""
+`--threads` applied), the benchmark suite, the CPU kernels, torch's threads and determinism,
+the retriever of a searching suite, and the agent demonstrations of the warm start."""
 
 from __future__ import annotations
 
@@ -35,12 +35,31 @@ def load_suite(args):
     return load(args.suite)
 
 
+def pin_cpu_kernels(args) -> None:
+    """The CPU kernels of `--cpu-kernels` or of the profile's `cpu_kernels`, set before the
+    command runs any torch kernel (each library reads its variable once, at first use;
+    drmas/models/kernels.py). Commands without either keep the environment's."""
+    from drmas.models.kernels import pin
+
+    setting = getattr(args, "cpu_kernels", None)
+    if setting is None and isinstance(getattr(args, "config", None), str):
+        from drmas.config.profile import load
+
+        setting = load(args.config).cpu_kernels
+    if setting is not None:
+        pin(setting)
+
+
 def setup_torch(cfg) -> None:
-    """Threads and determinism for a job that runs beside others on a small machine."""
+    """Threads and determinism for a job that runs beside others on a small machine; the job
+    log names the CPU kernels in use (an error if the profile's `cpu_kernels` did not take)."""
     import torch
+
+    from drmas.models.kernels import check
 
     torch.set_num_threads(cfg.threads)
     torch.use_deterministic_algorithms(True, warn_only=True)
+    print(check(cfg.cpu_kernels), flush=True)    # stdout: stderr is a failing job's one line
 
 
 def retriever(args, suite, cfg=None):

@@ -20,6 +20,7 @@ import sys
 
 from drmas.cli import check, config, models, perf, report, retrieval, watch, workflow
 from drmas.cli.arguments import OneLineParser
+from drmas.cli.job import pin_cpu_kernels
 from drmas.errors import DrmasError, environment_line, log_unexpected
 
 FAMILIES = (workflow, report, perf, models, check, config, watch, retrieval)  # `--help` order
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        pin_cpu_kernels(args)           # before any torch kernel runs
         args.fn(args)
     except DrmasError as exc:
         print(f"drmas {args.command}: error: {' '.join(str(exc).split())}", file=sys.stderr)

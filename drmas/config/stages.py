@@ -13,7 +13,9 @@ runs, so a run may resume on another backend or cluster. They can still change w
 computes: beyond float rounding, a group of W > 1 workers draws its samples with one seed per
 rank (`RayGroup.generate`), so another `workers_per_group` draws other samples from then on.
 Under `loss_aggregation: verl` the worker count is part of a run's key, because verl's
-token-mean weighs rows by their micro-batch on each device.
+token-mean weighs rows by their micro-batch on each device. `cpu_kernels` is part of the
+warm-start, train and evaluation keys when pinned (not `native`): the kernels are a choice
+of the experiment's arithmetic, like a model's dtype.
 """
 
 from __future__ import annotations
@@ -67,10 +69,17 @@ def tokenizer_key(cfg: Config, suite: Suite) -> dict:
             "mas": mas_key(c, suite)}
 
 
+def kernels_key(cfg: Config) -> dict:
+    """The CPU kernels, when pinned: on a CPU with AVX-512 they change every float32 result
+    (drmas/models/kernels.py). `native` adds nothing, so that earlier runs keep their key."""
+    return {} if cfg.cpu_kernels == "native" else {"cpu_kernels": cfg.cpu_kernels}
+
+
 def warmstart_key(cfg: Config, suite: Suite, model: str) -> dict:
     c = cfg.for_suite(suite.name)
     return {"model": plain(c.models[model]), "warmstart": plain(c.warmstart_for(model)),
-            "roles": c.roles_of(model, suite.agents), "mas": mas_key(c, suite)}
+            "roles": c.roles_of(model, suite.agents), "mas": mas_key(c, suite),
+            **kernels_key(c)}
 
 
 def _models_of(cfg: Config, suite: Suite, assignment: str) -> dict:
@@ -87,7 +96,7 @@ def train_key(cfg: Config, suite: Suite, assignment: str, method: str, seed: int
     key = {"suite": suite.name, "assignment": assignment, "method": method,
            "estimator": c.method(method).estimator, "seed": int(seed),
            "prompt_set": c.prompt_set, "mas": mas_key(c, suite), **_models_of(c, suite, assignment),
-           "train": {a: plain(c.agent_train(a)) for a in suite.agents}}
+           "train": {a: plain(c.agent_train(a)) for a in suite.agents}, **kernels_key(c)}
     key["warmstart"] = {m: warmstart_key(cfg, suite, m)["warmstart"]
                         for m, spec in key["models"].items() if spec["kind"] == "tiny"}
     if any(key["train"][a]["loss_aggregation"] == "verl" for a in suite.agents):
@@ -106,7 +115,7 @@ def eval_key(cfg: Config, suite: Suite, assignment: str, method: str, seed: int)
     key = {"eval": plain(c.eval), "seed": int(seed), "mas": mas_key(c, suite),
            "prompt_set": c.prompt_set,
            "max_response_tokens": {a: c.agent_train(a).max_response_tokens for a in suite.agents},
-           "datasets": suite.data_spec(cfg.dataset_key(suite.name))}
+           "datasets": suite.data_spec(cfg.dataset_key(suite.name)), **kernels_key(c)}
     if method == "base":
         key.update(_models_of(c, suite, assignment))
     return key

@@ -131,7 +131,8 @@ def _unplaceable(bundles: list[dict], res: ResourceConfig) -> str:
 def start_ray(num_cpus: int, num_gpus: int = 0, address: str | None = None) -> None:
     """A fresh local Ray instance (address="local": never attach to another cluster on the
     machine by accident), or the existing cluster at `address` (`resources.ray_address`);
-    actors inherit single-threaded OpenMP and set their own torch threads."""
+    actors inherit single-threaded OpenMP and the CPU kernels' variables
+    (drmas/models/kernels.py) and set their own torch threads."""
     import logging
 
     import ray
@@ -139,7 +140,13 @@ def start_ray(num_cpus: int, num_gpus: int = 0, address: str | None = None) -> N
     # A private local cluster gets Ray's default token authentication; its notice saying so
     # would open every training log, so only that logger's warnings are silenced.
     logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
-    env = {"env_vars": {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}}
+    import os
+
+    from drmas.models.kernels import AVX2
+
+    # the CPU kernels' variables go along too: an actor on another node inherits nothing
+    pinned = {k: os.environ[k] for k in AVX2 if k in os.environ}
+    env = {"env_vars": {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", **pinned}}
     if address:                          # a cluster someone else sized: join it as it is
         ray.init(address=address, log_to_driver=False, configure_logging=False, runtime_env=env)
         return
