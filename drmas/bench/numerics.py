@@ -55,9 +55,9 @@ def fingerprint(threads: int = 1, steps: int = STEPS) -> dict:
     for name, value in sorted(model.state_dict().items()):
         digest.update(name.encode())
         digest.update(value.detach().contiguous().numpy().tobytes())
-    return {"fingerprint": digest.hexdigest()[:16], "loss": loss.detach().item(), "kernels": in_use(),
-            "threads": threads, "steps": steps, "seconds": seconds, "torch": torch.__version__,
-            "cpu": cpu_name()}
+    return {"fingerprint": digest.hexdigest()[:16], "loss": loss.detach().item(),
+            "kernels": in_use(), "threads": threads, "steps": steps, "seconds": seconds,
+            "torch": torch.__version__, "cpu": cpu_name()}
 
 
 def check_numerics(setting: str, threads: int = 1) -> dict:

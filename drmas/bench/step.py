@@ -11,7 +11,8 @@ step by step (same machine load for both); the median over the steps after warm-
 reported, split into generate (sampling only) and update (everything else: reward,
 advantages, logprobs, backward, optimiser). Beside wall seconds it reports the process's
 CPU seconds per step (each side's own process), which a machine shared with other jobs
-disturbs far less (with one torch thread on the CPU they are the compute itself). TRL is in the benchmark-only extra `bench`.
+disturbs far less (with one torch thread on the CPU they are the compute itself). TRL is in
+the benchmark-only extra `bench`.
 
 Ours runs with `train.shared_prefix` on (each GRPO group's prompt computed once in the
 update, drmas/train/prefix.py; `--no-shared-prefix` turns it off for a comparison) and
