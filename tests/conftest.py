@@ -15,6 +15,22 @@ from drmas.mas.math.demos import math_traces
 SMALL = {"kind": "tiny", "hidden_size": 64, "layers": 2, "heads": 1, "intermediate_size": 128}
 
 
+@pytest.fixture(autouse=True)
+def cpu_kernel_variables(monkeypatch):
+    """Each test starts and ends with the CPU kernels' variables of the session: a test that
+    runs `drmas.cli.main` in process pins the profile's (drmas/models/kernels.py), and a later
+    test's Ray actors or child processes would inherit them."""
+    import os
+
+    from drmas.models.kernels import AVX2
+
+    for name in AVX2:               # setenv records the value to restore, unset included
+        was = os.environ.get(name)
+        monkeypatch.setenv(name, was or "")
+        if was is None:
+            monkeypatch.delenv(name)
+
+
 @pytest.fixture(scope="session")
 def math_rows():
     return generate({"arith-1": {"level": 1}, "arith-2": {"level": 2}}, 200, 10, seed=0)

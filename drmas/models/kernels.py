@@ -12,14 +12,19 @@ has AVX2 (x86 CPUs since about 2013), through the variables each reads once per 
 its first use:
 
 - `ATEN_CPU_CAPABILITY=avx2`: PyTorch's kernels;
-- `MKL_ENABLE_INSTRUCTIONS=AVX2` and `MKL_CBWR=AVX2`: MKL's (on a non-Intel CPU MKL takes its
-  generic path whatever these say: measured unchanged by them on an AMD EPYC);
+- `MKL_ENABLE_INSTRUCTIONS=AVX2`: MKL's instruction set (on an AMD EPYC MKL names its generic
+  path, "Intel(R) Architecture processors", and the fingerprint is unchanged by it);
 - `ONEDNN_MAX_CPU_ISA=AVX2`: oneDNN's (bf16 matrix products; float32 ones go to MKL).
+
+Not `MKL_CBWR` (MKL's reproducibility mode): `MKL_CBWR=AVX2` makes MKL compute some products
+differently from its default mode even on an AVX2-only AMD CPU (an RL step of
+tests/train/test_pool.py changed under it), so it would move the numbers measured without it.
 
 They must be set before torch runs its first kernel, so the command line sets them before it
 dispatches a command (`pin`); `check` then confirms that PyTorch took its AVX2 kernels. What
 this does not make equal: an Intel CPU against an AMD one (MKL's Intel paths against its
-generic one), another torch or MKL build, another thread count. `drmas check numerics`
+generic one), Intel CPUs of different generations (MKL may tune its AVX2 code per CPU),
+another torch or MKL build, another thread count. `drmas check numerics`
 prints a fingerprint to compare two machines. On an AVX2-only CPU `avx2` is what `native`
 runs anyway (same bits, same speed); elsewhere it gives up AVX-512's width in PyTorch's own
 kernels, a small part of a tiny model's time (its matrix products are MKL's).
@@ -33,7 +38,7 @@ from drmas.errors import ConfigError
 
 CPU_KERNELS = ("native", "avx2")
 #: the variables `avx2` sets, each library's own
-AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "MKL_CBWR": "AVX2",
+AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
         "ONEDNN_MAX_CPU_ISA": "AVX2"}
 
 
