@@ -50,6 +50,9 @@ def test_the_command_line_pins_the_profiles_kernels(clean_env, tmp_path):
         "cpu_kernels: avx2", "cpu_kernels: native"))
     pin_cpu_kernels(SimpleNamespace(config=str(native)))
     assert "ATEN_CPU_CAPABILITY" not in os.environ
+    pin_cpu_kernels(SimpleNamespace(config=str(native), cpu_kernels="avx2"))
+    assert os.environ["ATEN_CPU_CAPABILITY"] == "avx2"
+    os.environ.pop("ATEN_CPU_CAPABILITY")
     pin_cpu_kernels(SimpleNamespace(config=str(ROOT / "config" / "default.yaml")))
     assert os.environ["ATEN_CPU_CAPABILITY"] == "avx2"
 
