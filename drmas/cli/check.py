@@ -5,6 +5,7 @@ arithmetic, to compare machines."""
 from __future__ import annotations
 
 from drmas.cli.arguments import add_command, positive
+from drmas.models.kernels import CPU_KERNELS
 
 
 def cmd_check(args) -> None:
@@ -34,7 +35,7 @@ def add_commands(sub) -> None:
     sp.add_argument("--size", choices=["0.5b", "tiny"], default="0.5b",
                     help="model shape: Qwen2.5-0.5B (random weights) or the tiny profile's")
     sp.add_argument("--work", default=None, help="scratch folder (default: a new temp folder)")
-    sp.add_argument("--cpu-kernels", choices=["native", "avx2"], default=None,
+    sp.add_argument("--cpu-kernels", choices=CPU_KERNELS, default=None,
                     help="numerics: the CPU kernels (default: avx2, as the default profile)")
     sp.add_argument("--threads", type=positive, default=1,
                     help="numerics: torch threads (default: 1, as the default profile's jobs)")

@@ -21,6 +21,7 @@ from typing import Any, Iterable, Literal
 from drmas.config.layers import deep_merge, parse_overrides, read_profiles
 from drmas.config.schema import coerce, dataclass_schema, opt, plain, validate
 from drmas.errors import ConfigError
+from drmas.models.kernels import CPU_KERNELS
 from drmas.registry import ESTIMATORS as REGISTERED_ESTIMATORS
 
 PROB = {"exclusiveMinimum": 0, "maximum": 1}
@@ -243,7 +244,7 @@ class Config:
                              help=f"methods to run: an advantage estimator ({', '.join(ESTIMATORS)}) or a name from method_defs")
     method_defs: dict[str, MethodDef] = opt(factory=dict, help="named methods: an estimator plus train settings (e.g. {grpo_clip0.1: {estimator: grpo, train: {grad_clip: 0.1}}})")
     threads: int = opt(1, "torch threads per job (Snakemake runs jobs side by side)", **POS)
-    cpu_kernels: Literal["native", "avx2"] = opt("native", "CPU kernels: `native` = each library's best for the CPU; `avx2` = AVX2 code on every x86 CPU that has it (PyTorch, MKL, oneDNN), so that float32 runs give the same bits on AVX2 and AVX-512 machines (drmas/models/kernels.py)")
+    cpu_kernels: Literal[CPU_KERNELS] = opt("native", "CPU kernels: `native` = each library's best for the CPU; `avx2` = AVX2 code on every x86 CPU that has it (PyTorch, MKL, oneDNN), so that float32 runs give the same bits on AVX2 and AVX-512 machines (drmas/models/kernels.py)")
     prompt_set: Literal["upstream", "compact", "smol"] = opt("upstream", "the agents' prompts: `upstream` = the paper's templates exactly; `compact` = short prompts for the tiny models; `smol` = plain instructions with the output format by example, for a small pretrained chat model (all: same control flow and parsing)")
     search_last_turn: Literal["answer", "verify"] = opt("verify", "the search MAS's last turn: `verify` = the Verifier routes it as every turn, \"yes\" to the Answerer, \"no\" to nothing (no Searcher: no answer, reward 0), as upstream's current code; `answer` = no Verifier call, the Answerer always answers (upstream's earlier code)")
     datasets: dict[str, str] = opt(factory=dict, help="per suite, which `datasets:` entry of its benchmark file to use (default: the profile name)")

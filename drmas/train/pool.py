@@ -134,16 +134,15 @@ def start_ray(num_cpus: int, num_gpus: int = 0, address: str | None = None) -> N
     actors inherit single-threaded OpenMP and the CPU kernels' variables
     (drmas/models/kernels.py) and set their own torch threads."""
     import logging
+    import os
 
     import ray
+
+    from drmas.models.kernels import AVX2
 
     # A private local cluster gets Ray's default token authentication; its notice saying so
     # would open every training log, so only that logger's warnings are silenced.
     logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
-    import os
-
-    from drmas.models.kernels import AVX2
-
     # the CPU kernels' variables go along too: an actor on another node inherits nothing
     pinned = {k: os.environ[k] for k in AVX2 if k in os.environ}
     env = {"env_vars": {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", **pinned}}
