@@ -97,7 +97,8 @@ def cmd_warmstart(args) -> None:
     model = tiny_model(spec, len(tok), seed=args.seed)
     dtype = args.dtype or w.dtype
     losses = sft(model, tok, traces, steps=w.steps, batch_size=w.batch_size, lr=w.lr,
-                 seed=args.seed, desc=f"warmstart {suite.name}/{args.model}", dtype=dtype)
+                 seed=args.seed, desc=f"warmstart {suite.name}/{args.model}", dtype=dtype,
+                 last_layer=w.last_layer)
     with atomic_dir(args.out) as out:
         model.save_pretrained(out, safe_serialization=True)
         tok.save_pretrained(out)

@@ -99,6 +99,7 @@ class WarmstartConfig:
     lr: float = opt(3e-3, "peak AdamW learning rate (warm-up then cosine decay)", exclusiveMinimum=0, maximum=1)
     mistake_rate: float = opt(0.3, "share of demonstrations with a deliberate mistake (RL's room to improve)", minimum=0, maximum=1)
     dtype: Literal["auto", "float32", "bfloat16"] = opt("auto", "training precision: auto = bfloat16 autocast (float32 master weights) only where the hardware runs bf16 fast (a CUDA GPU; a CPU with AMX or AVX-512-BF16, or a probe showing bf16 faster), float32 elsewhere")
+    last_layer: Literal["scored", "full"] = opt("scored", "scored: the last decoder layer runs at the scored (response) positions only, keys and values at every position (drmas/train/scored.py; Qwen2/Llama models on SDPA, else full): the same loss, gradients equal up to float rounding, about a fifth less compute per step; full: every layer at every position (the warm starts before stop 39)")
 
 
 @dataclass(frozen=True)
