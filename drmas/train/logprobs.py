@@ -30,6 +30,13 @@ def pack(prompts: Sequence[list[int]], responses: Sequence[list[int]], pad_id: i
     return ids, attn, resp
 
 
+def full_attention(model) -> bool:
+    """Every decoder layer of `model` attends to the whole sequence (a sliding-window layer
+    needs a mask of its own, which the shared-prefix and scored forwards do not build)."""
+    config = model.config.get_text_config(decoder=True)
+    return set(getattr(config, "layer_types", None) or ["full_attention"]) == {"full_attention"}
+
+
 def length_chunks(lengths: Sequence[int], max_rows: int, max_tokens: int) -> list[list[int]]:
     """Row indices grouped into micro-batches of similar length, shortest first.
 

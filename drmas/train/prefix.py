@@ -9,7 +9,8 @@ computed n times, forward and backward, and again for old and reference log-prob
 Here rows are sorted by prompt and cut into groups that share a prefix (`prefix_groups`: of
 all cuts of the sorted order into runs, the one that saves the most tokens, found exactly by
 dynamic programming; the shared length of a run is the longest common prefix of its prompts).
-One forward runs each group's prefix once, with gradients, and keeps its keys and values;
+One forward runs each group's prefix once, with gradients, and keeps its keys and values
+(of the last layer only those: `scored.prefix_cache`, where the model is one it computes);
 their rows are repeated to the group's rows (an index, so autograd sums the rows' gradients
 back into the prefix), and a second forward runs every row's suffix against them: position
 ids continue after the row's own prefix, and a 4-D mask lets a suffix token see its prefix
@@ -27,7 +28,9 @@ from typing import Sequence
 
 import torch
 
-from drmas.train.logprobs import length_chunks, pack, response_logprobs, token_stats
+from drmas.train import scored
+from drmas.train.logprobs import (full_attention, length_chunks, pack, response_logprobs,
+                                  token_stats)
 
 #: attention implementations whose 4-D masks this module builds (bool for sdpa, additive
 #: float for eager); any other one runs the unshared forward
@@ -169,8 +172,7 @@ def supported(model) -> bool:
     """A model whose attention takes this module's masks and whose layers all attend to the
     whole sequence (a sliding-window layer would need its own mask)."""
     config = model.config.get_text_config(decoder=True)
-    kinds = set(getattr(config, "layer_types", None) or ["full_attention"])
-    return getattr(config, "_attn_implementation", None) in MASKS and kinds == {"full_attention"}
+    return getattr(config, "_attn_implementation", None) in MASKS and full_attention(model)
 
 
 def shared_response_logprobs(model, prompts: Sequence[Sequence[int]],
@@ -197,8 +199,12 @@ def shared_response_logprobs(model, prompts: Sequence[Sequence[int]],
     for g, (members, p) in enumerate(groups):
         pre_ids[g, :p] = torch.tensor(list(prompts[members[0]][:p]))
         pre_attn[g, :p] = 1
-    cache = model(input_ids=pre_ids.to(device), attention_mask=pre_attn.to(device),
-                  use_cache=True, logits_to_keep=1).past_key_values
+    pre_ids, pre_attn = pre_ids.to(device), pre_attn.to(device)
+    if scored.supported(model):                # the last layer's keys and values only
+        cache = scored.prefix_cache(model, pre_ids, pre_attn)
+    else:
+        cache = model(input_ids=pre_ids, attention_mask=pre_attn, use_cache=True,
+                      logits_to_keep=1).past_key_values
     index = torch.tensor(owner, device=device)
     for layer in cache.layers:                 # each row reads its group's prefix
         layer.batch_select_indices(index)

@@ -15,6 +15,10 @@ gradients up to float rounding (the last layer's weight gradients sum over fewer
 (one thread, float32, AVX2 EPYC): an SFT step 23% shorter on search demonstrations and 20%
 on math ones. The computation is the Qwen2 / Llama decoder layer's (pre-norm attention with
 rotary embeddings, then pre-norm MLP); `supported` says when a model is one.
+
+The RL update's shared-prefix forward (`prefix.shared_response_logprobs`) meets the same
+waste in its prefix pass: a prefix is read only through its keys and values, so
+`prefix_cache` stops its last layer after the key and value projections.
 """
 
 from __future__ import annotations
@@ -24,8 +28,7 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from drmas.train import prefix
-from drmas.train.logprobs import token_stats
+from drmas.train.logprobs import full_attention, token_stats
 
 #: model types whose decoder layers are the computation `scored_logprobs` reproduces
 MODEL_TYPES = ("qwen2", "llama")
@@ -33,14 +36,17 @@ MODEL_TYPES = ("qwen2", "llama")
 
 def supported(model) -> bool:
     """A Qwen2 / Llama causal LM on SDPA attention, every layer attending to the whole
-    sequence (`prefix.supported`), no attention dropout, not wrapped (LoRA): else the plain
-    forward."""
+    sequence, no attention dropout, not wrapped (LoRA adapters; FSDP2, whose hooks gather a
+    root module's weights only when the whole model runs): else the plain forward."""
+    from torch.distributed.fsdp import FSDPModule
+
     config = getattr(model, "config", None)
     if config is None or getattr(config, "model_type", None) not in MODEL_TYPES:
         return False
     dropout = float(getattr(config, "attention_dropout", 0.0) or 0.0)
-    return (prefix.supported(model) and config._attn_implementation == "sdpa" and not dropout
-            and not hasattr(model, "peft_config") and hasattr(model, "lm_head"))
+    return (config._attn_implementation == "sdpa" and full_attention(model) and not dropout
+            and not hasattr(model, "peft_config") and not isinstance(model, FSDPModule)
+            and hasattr(model, "lm_head"))
 
 
 def scored_positions(resp: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -60,51 +66,85 @@ def scored_logprobs(model, ids: torch.Tensor, attn: torch.Tensor, resp: torch.Te
                     temperature: float = 1.0) -> torch.Tensor:
     """Per-position logprobs of the next token in `pack`'s layout (B, W-1), 0 where `resp` is
     0: the same values `response_logprobs(model, ids, attn, temperature, resp=resp)` gives."""
-    from transformers.masking_utils import create_causal_mask
-
     base = model.model
     batch, width = ids.shape
     positions, valid = scored_positions(resp.to(ids.device))
-    hidden = base.embed_tokens(ids)
-    position_ids = torch.arange(width, device=ids.device)[None]
-    mask = create_causal_mask(config=base.config, inputs_embeds=hidden, attention_mask=attn,
-                              past_key_values=None, position_ids=position_ids)
-    rotary = base.rotary_emb(hidden, position_ids)
-    layers = base.layers[:base.config.num_hidden_layers]
-    for layer in layers[:-1]:
-        hidden = layer(hidden, attention_mask=mask, position_embeddings=rotary,
-                       position_ids=position_ids)
-    hidden = _last_layer(layers[-1], hidden, attn, rotary, positions)
+    hidden, rotary = _all_but_last_layer(model, ids, attn)
+    hidden = _last_layer(base.layers[base.config.num_hidden_layers - 1], hidden, attn, rotary,
+                         positions)
     logprobs, _ = token_stats(model.lm_head(base.norm(hidden)), ids.gather(1, positions + 1),
                               temperature, with_entropy=False, entropy_grad=False)
     out = torch.zeros((batch, width - 1), dtype=logprobs.dtype, device=ids.device)
     return out.scatter_add(1, positions, logprobs * valid)
 
 
+def prefix_cache(model, ids: torch.Tensor, attn: torch.Tensor):
+    """The keys and values of every layer at every position of `ids` (a `DynamicCache`), as
+    `model(ids, attention_mask=attn, use_cache=True).past_key_values` holds them, for
+    `prefix.shared_response_logprobs`: a shared prefix is read by its rows' suffixes through
+    this cache alone, so its last layer needs keys and values, not queries, attention, o_proj
+    or MLP. The same values as the model's forward (the same operations on the same inputs)."""
+    from transformers import DynamicCache
+
+    base = model.model
+    cache = DynamicCache(config=base.config)
+    hidden, rotary = _all_but_last_layer(model, ids, attn, cache)
+    last = base.layers[base.config.num_hidden_layers - 1]
+    key, value = _keys_values(last.self_attn, last.input_layernorm(hidden), *rotary)
+    cache.update(key, value, last.self_attn.layer_idx)
+    return cache
+
+
+def _all_but_last_layer(model, ids: torch.Tensor, attn: torch.Tensor, cache=None):
+    """(hidden states after every decoder layer but the last, rotary (cos, sin)) as the
+    model's own forward computes them: the same mask, position ids and rotary embeddings;
+    each layer's keys and values go into `cache` when one is given."""
+    from transformers.masking_utils import create_causal_mask
+
+    base = model.model
+    hidden = base.embed_tokens(ids)
+    position_ids = torch.arange(ids.shape[1], device=ids.device)[None]
+    mask = create_causal_mask(config=base.config, inputs_embeds=hidden, attention_mask=attn,
+                              past_key_values=cache, position_ids=position_ids)
+    rotary = base.rotary_emb(hidden, position_ids)
+    for layer in base.layers[:base.config.num_hidden_layers - 1]:
+        hidden = layer(hidden, attention_mask=mask, position_embeddings=rotary,
+                       position_ids=position_ids, past_key_values=cache,
+                       use_cache=cache is not None)
+    return hidden, rotary
+
+
+def _rotated(attention, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """The model's `apply_rotary_pos_emb` on one tensor [B, heads, L, head_dim]."""
+    rotate_half = sys.modules[type(attention).__module__].rotate_half
+    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+    return (x * cos) + (rotate_half(x) * sin)
+
+
+def _keys_values(attention, normed: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
+    """Rotated keys and values [B, kv_heads, W, head_dim] of `attention` at every position."""
+    batch, width, _ = normed.shape
+    head = attention.head_dim
+    key = attention.k_proj(normed).view(batch, width, -1, head).transpose(1, 2)
+    value = attention.v_proj(normed).view(batch, width, -1, head).transpose(1, 2)
+    return _rotated(attention, key, cos, sin), value
+
+
 def _last_layer(layer, hidden: torch.Tensor, attn: torch.Tensor, rotary, positions: torch.Tensor):
     """The decoder layer's output [B, R, D] at `positions` [B, R]: keys and values from every
     position, queries and the rest from the scored ones."""
-    rotate_half = sys.modules[type(layer.self_attn).__module__].rotate_half
     attention = layer.self_attn
     batch, width, dim = hidden.shape
     rows = positions.shape[1]
     normed = layer.input_layernorm(hidden)
     pick = positions[..., None]
     query_in = normed.gather(1, pick.expand(batch, rows, dim))
-    head = attention.head_dim
-    query = attention.q_proj(query_in).view(batch, rows, -1, head).transpose(1, 2)
-    key = attention.k_proj(normed).view(batch, width, -1, head).transpose(1, 2)
-    value = attention.v_proj(normed).view(batch, width, -1, head).transpose(1, 2)
-
-    def rotated(x, cos, sin):                # the model's apply_rotary_pos_emb, one tensor
-        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
-        return (x * cos) + (rotate_half(x) * sin)
-
+    query = attention.q_proj(query_in).view(batch, rows, -1, attention.head_dim).transpose(1, 2)
     cos, sin = rotary
+    key, value = _keys_values(attention, normed, cos, sin)
     picked = pick.expand(batch, rows, cos.shape[-1])
-    query = rotated(query, cos.expand(batch, -1, -1).gather(1, picked),
-                    sin.expand(batch, -1, -1).gather(1, picked))
-    key = rotated(key, cos, sin)
+    query = _rotated(attention, query, cos.expand(batch, -1, -1).gather(1, picked),
+                     sin.expand(batch, -1, -1).gather(1, picked))
     sees = ((torch.arange(width, device=hidden.device)[None, None] <= positions[..., None])
             & attn.bool()[:, None])                                     # [B, R, W]
     out = F.scaled_dot_product_attention(query, key, value, attn_mask=sees[:, None],
