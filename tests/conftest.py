@@ -5,9 +5,24 @@ and the retrieval service over it."""
 from __future__ import annotations
 
 import json
+import os
+import platform
 import random
 
 import pytest
+
+from drmas.models.kernels import AVX2
+
+# The whole test session computes with AVX2 kernels on an x86 CPU, as the default profile
+# does (drmas/models/kernels.py), set before torch runs its first kernel: tests compare runs
+# in this process against Ray actors and child processes, and a command run in process pins
+# the variables that later children inherit, while this process keeps the kernels it started
+# with. On an AVX-512 CPU a test process on AVX-512 kernels with AVX2 children then differed
+# in the last bits (a Ray run against a local one; FSDP2 workers against one). On an
+# AVX2-only CPU this is what runs anyway. A variable already set is kept.
+if platform.machine().lower() in ("x86_64", "amd64"):
+    for _name, _value in AVX2.items():
+        os.environ.setdefault(_name, _value)
 
 from drmas.data.generators.arithmetic import generate
 from drmas.mas.math.demos import math_traces
@@ -20,10 +35,6 @@ def cpu_kernel_variables(monkeypatch):
     """Each test starts and ends with the CPU kernels' variables of the session: a test that
     runs `drmas.cli.main` in process pins the profile's (drmas/models/kernels.py), and a later
     test's Ray actors or child processes would inherit them."""
-    import os
-
-    from drmas.models.kernels import AVX2
-
     for name in AVX2:               # setenv records the value to restore, unset included
         was = os.environ.get(name)
         monkeypatch.setenv(name, was or "")
