@@ -67,6 +67,23 @@ def run(model, prompts, responses, shared: bool):
     return lp.detach(), entropy.detach(), resp, grads
 
 
+def test_the_cut_prefix_pass_changes_no_bit(monkeypatch):
+    """With `scored.prefix_cache` (a prefix's last layer stops at its keys and values) against
+    the model's own cache: a prefix's last-layer outputs reach no loss, so log-probs, entropies
+    and gradients are bit-identical (the default profile's RL numbers stay)."""
+    from drmas.train import scored
+
+    model = gqa_model()
+    prompts, responses = batch(3)
+    assert scored.supported(model)
+    cut = run(model, prompts, responses, shared=True)
+    monkeypatch.setattr(scored, "supported", lambda m: False)
+    whole = run(model, prompts, responses, shared=True)
+    assert torch.equal(cut[0], whole[0]) and torch.equal(cut[1], whole[1])
+    assert all(torch.equal(cut[3][n], whole[3][n]) for n in cut[3])
+    assert any(float(g.abs().max()) > 1e-3 for g in cut[3].values())
+
+
 @pytest.mark.parametrize("attn", ["sdpa", "eager"])
 def test_shared_prefix_equals_unshared(attn):
     torch.set_num_threads(1)
