@@ -4,6 +4,7 @@ train/test JSONL), `tokenizer`, `warmstart` (SFT of a tiny model), `train` (one 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -42,8 +43,10 @@ def cmd_prepare(args) -> None:
         raise DataError(f"benchmark {suite.name!r}: the corpus of datasets entry {key!r} has no "
                         f"passages ({out / 'corpus.jsonl'})")
     print(f"corpus: {written[0]} documents -> {out / 'corpus.jsonl'}")
-    for split in ("train", "test"):
+    for split in ("train", "test", "heldout"):   # heldout: only where a generator holds some out
         part = [r for r in rows if r["split"] == split]
+        if split == "heldout" and not part:
+            continue
         validate_prepared(part, out / f"{split}.jsonl")
         write_jsonl(out / f"{split}.jsonl", part)
         print(f"{split}: {len(part)} rows -> {out / f'{split}.jsonl'}")
@@ -126,6 +129,9 @@ def cmd_evaluate(args) -> None:
     cfg, suite = load_config(args), load_suite(args)
     if args.same_as and args.run:
         raise ConfigError("--same-as reuses a base evaluation; it cannot go with --run")
+    if args.same_as and (args.split != "test" or args.max_problems is not None):
+        raise ConfigError("--same-as copies the workflow's test evaluation; it cannot go with "
+                          "--split or --max-problems")
     meta = {"suite": suite.name, "assignment": args.assignment, "seed": args.seed,
             "method": checks.check_trained_run(args.run) if args.run else "base"}
     if meta["method"] != "base":            # the run's own settings (e.g. response budgets)
@@ -134,7 +140,17 @@ def cmd_evaluate(args) -> None:
         checks.check_eval_dir(args.same_as)
         scores = reuse_base(cfg, suite, args.same_as, args.out, meta)
     else:
-        rows = read_prepared(Path(args.data) / "test.jsonl")
+        path = Path(args.data) / f"{args.split}.jsonl"
+        if args.split == "heldout" and not path.exists():
+            raise DataError(f"{path}: no held-out split; `drmas prepare` writes one for a "
+                            "generated suite with questions in neither train nor test (the "
+                            "knowledge generator's); rerun it if this folder is older")
+        if args.split != "test":
+            meta["split"] = args.split
+        rows = read_prepared(path)
+        if args.max_problems is not None:
+            cfg = dataclasses.replace(cfg, eval=dataclasses.replace(
+                cfg.eval, max_problems_per_source=args.max_problems or None))
         checks.check_model_dirs(p for p, *_ in group_paths(cfg, suite, args.assignment,
                                                              args.run).values())
         setup_torch(cfg)
@@ -186,6 +202,14 @@ def _add_model_commands(sub) -> None:
                     help="base only: copy this eval folder of an assignment with the same base "
                          "models (the workflow's twin: Config.base_twin)")
     sp.add_argument("--seed", type=int, default=0, help="sampling seed")
+    sp.add_argument("--split", choices=["test", "heldout"], default="test",
+                    help="the prepared split to evaluate: test (the workflow's), or heldout (the "
+                         "questions of a generated suite in neither train nor test, where `drmas "
+                         "prepare` wrote heldout.jsonl: many unseen questions, for measuring a "
+                         "base model within a point or two)")
+    sp.add_argument("--max-problems", type=int, default=None, metavar="N",
+                    help="problems per data_source (default: the config's "
+                         "eval.max_problems_per_source; 0 = all)")
     sp.add_argument("--out", required=True, help="eval folder to write")
 
 

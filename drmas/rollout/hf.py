@@ -42,8 +42,25 @@ def sample_tokens(logits: torch.Tensor, sampling: Sampling,
             keep = sorted_p.cumsum(-1) - sorted_p < sampling.top_p   # always keeps the top token
             sorted_p = sorted_p * keep
             probs = torch.zeros_like(probs).scatter_(-1, order, sorted_p)
-        tokens = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+        tokens = draw(probs, generator)
     return tokens, logprobs.gather(-1, tokens[:, None]).squeeze(-1)
+
+
+def draw(probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """One index per row of `probs` (non-negative, any positive total), drawn with probability
+    proportional to its entry: the row's cumulative sum inverted at one uniform draw.
+
+    The same distribution as `torch.multinomial(probs, 1)`, with one random number per row
+    where torch's CPU kernel draws one exponential per vocabulary entry: for 64 rows of
+    SmolLM2's 49,152 entries 1.6 ms against 63 ms a decode step, for the tiny models' ~500
+    0.03 against 0.7 ms (2 cores, AMD EPYC). An entry's chance is its step in the float32
+    cumulative sum, so it is exact up to one rounding of that sum; a zero entry is a zero step
+    and is never drawn (the first index whose sum exceeds the draw)."""
+    cdf = probs.cumsum(-1)
+    total = cdf[:, -1:]
+    u = torch.rand(total.shape, generator=generator, device=probs.device, dtype=cdf.dtype) * total
+    u = torch.minimum(u, torch.nextafter(total, torch.zeros_like(total)))   # keep u < total
+    return torch.searchsorted(cdf, u, right=True).squeeze(-1)
 
 
 def model_device(model) -> torch.device:

@@ -87,3 +87,4 @@ def test_prepare_writes_valid_splits(tmp_path):
     assert {r["data_source"] for r in test} == {"addsub-1", "addsub-2", "mul-addsub"}
     assert len(test) == 3 * 40 and len(train) >= 4000
     assert not {r["question"] for r in train} & {r["question"] for r in test}
+    assert not (tmp_path / "heldout.jsonl").exists()     # the arithmetic generator keeps none

@@ -165,6 +165,13 @@ def test_evaluate_on_bad_inputs(tmp_path, capsys, math_rows, monkeypatch):
         2, e + f"{tmp_path / 'nope' / 'scores.json'}: scores.json of `drmas evaluate` not found")
     assert evaluate(capsys, tmp_path, "--same-as", tmp_path, "--run", damaged) == (
         2, e + "--same-as reuses a base evaluation; it cannot go with --run")
+    assert evaluate(capsys, tmp_path, "--same-as", tmp_path, "--split", "heldout") == (
+        2, e + "--same-as copies the workflow's test evaluation; it cannot go with --split or "
+               "--max-problems")
+    assert evaluate(capsys, tmp_path, "--split", "heldout") == (
+        2, e + f"{tmp_path / 'data' / 'heldout.jsonl'}: no held-out split; `drmas prepare` writes "
+               "one for a generated suite with questions in neither train nor test (the knowledge "
+               "generator's); rerun it if this folder is older")
     # the base models of the default profile are not warm-started in this folder
     status, line = evaluate(capsys, tmp_path)
     assert status == 2 and line.startswith(e + "results/default/models/math/small: model folder "

@@ -107,7 +107,7 @@ def test_prepare_on_a_full_disk_keeps_the_previous_output(tmp_path, capsys, monk
     status, _ = run(capsys, "prepare", "--config", CONFIG, "--suite", SEARCH, "--out", out)
     assert status == 0
     before = {name: (out / name).read_bytes() for name in everything(out)}
-    assert set(before) == {"corpus.jsonl", "test.jsonl", "train.jsonl"}
+    assert set(before) == {"corpus.jsonl", "test.jsonl", "train.jsonl", "heldout.jsonl"}
     monkeypatch.setattr(io, "open", full_disk_open(100, "train.jsonl"), raising=False)
     status, err = run(capsys, "prepare", "--config", CONFIG, "--suite", SEARCH, "--out", out)
     assert status == 2

@@ -1,10 +1,13 @@
 """The fictional knowledge base: determinism, answerability from the corpus, splits, and
 retrieval of every entity by its title on a real (small) pyserini index."""
 
+import random
+
 import pytest
 
 from drmas.data.io import validate_prepared
-from drmas.data.generators.knowledge import ANSWER_TYPES, ATTRS, balanced_split, build_kb, documents, generate
+from drmas.data.generators.knowledge import (ANSWER_TYPES, ATTRS, balanced_split, build_kb, documents,
+                                             generate, questions)
 from drmas.data.prepare import prepare_corpus, prepare_rows
 from drmas.errors import ConfigError
 from drmas.rewards.qa import normalize_answer
@@ -53,6 +56,21 @@ def test_rows_follow_the_contract_and_splits(rows):
                       ("kb-multi", "train"): 150, ("kb-multi", "test"): 20}
     test_q = {r["question"] for r in rows if r["split"] == "test"}
     assert len(test_q) == 40 and not test_q & {r["question"] for r in rows if r["split"] == "train"}
+
+
+def test_heldout_rows_are_the_questions_no_other_split_asks(rows):
+    """Every question of the pool is in exactly one of test, train (which repeats none while
+    the pool lasts) and heldout."""
+    split = {sp: [r for r in rows if r["split"] == sp] for sp in ("train", "test", "heldout")}
+    validate_prepared(split["heldout"], "heldout")
+    asked = {sp: {(r["data_source"], r["question"]) for r in part} for sp, part in split.items()}
+    assert not asked["heldout"] & (asked["train"] | asked["test"])
+    assert len(asked["heldout"]) == len(split["heldout"]) > 0
+    kb, pools = build_kb(120, seed=0), 0
+    for hops in (1, 2):
+        pools += len({q["question"] for q in questions(kb, hops, random.Random(0))})
+    assert len(asked["train"]) + len(asked["test"]) + len(asked["heldout"]) == pools
+    assert {r["data_source"] for r in split["heldout"]} <= set(SPEC["sources"])
 
 
 def test_test_splits_take_answer_types_in_turn(rows):

@@ -6,7 +6,7 @@ import torch
 
 from drmas.models.tiny import load_model, load_tokenizer
 from drmas.rollout.base import Sampling
-from drmas.rollout.hf import HFEngine, sample_tokens
+from drmas.rollout.hf import HFEngine, draw, sample_tokens
 from drmas.train.logprobs import pack, response_logprobs
 from drmas.models.encoding import encode_prompt
 
@@ -92,6 +92,32 @@ def test_top_p_keeps_only_the_nucleus():
     assert seen == {0, 1}                  # 0.5 + 0.3 covers 0.7; tokens 2, 3 are cut
     seen = {int(sample_tokens(logits, Sampling(1.0, 0.1, 1), gen)[0]) for _ in range(50)}
     assert seen == {0}                     # the top token is always kept
+
+
+def test_draw_matches_the_probabilities():
+    """Frequencies of 100,000 draws per row against the rows' own probabilities (unnormalised,
+    with zero entries): every count within 5 binomial standard deviations, zeros never."""
+    probs = torch.tensor([[0.1, 0.0, 0.6, 0.3, 0.0],
+                          [0.0, 0.0, 0.0, 2.0, 0.0],          # one entry, total 2
+                          [3.0, 1.0, 0.0, 0.0, 0.0]])         # zeros at the end
+    n = 100_000
+    gen = torch.Generator().manual_seed(0)
+    drawn = draw(probs.repeat_interleave(n, dim=0), gen).view(3, n)
+    for row, p in zip(drawn, probs / probs.sum(-1, keepdim=True)):
+        counts = torch.bincount(row, minlength=5).double()
+        sd = (n * p * (1 - p)).sqrt()
+        assert ((counts - n * p).abs() <= 5 * sd + 1e-9).all(), (counts.tolist(), p.tolist())
+        assert (counts[p == 0] == 0).all()
+
+
+@pytest.mark.parametrize("u, expected", [(0.0, [0, 3, 0]), (1.0, [3, 3, 1])])
+def test_draw_at_the_ends_of_the_unit_interval(monkeypatch, u, expected):
+    """A draw of 0 takes the first entry with a positive probability; a draw whose product with
+    the total reaches the total (the guard against rounding) the last one; never a zero entry."""
+    probs = torch.tensor([[0.1, 0.0, 0.6, 0.3, 0.0], [0.0, 0.0, 0.0, 2.0, 0.0],
+                          [3.0, 1.0, 0.0, 0.0, 0.0]])
+    monkeypatch.setattr(torch, "rand", lambda shape, **kw: torch.full(shape, u, dtype=kw.get("dtype")))
+    assert draw(probs, torch.Generator()).tolist() == expected
 
 
 def test_sft_micro_batches_equal_one_padded_batch(tiny_model_dir, math_rows):
