@@ -54,8 +54,10 @@ def draw(probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     where torch's CPU kernel draws one exponential per vocabulary entry: for 64 rows of
     SmolLM2's 49,152 entries 1.6 ms against 63 ms a decode step, for the tiny models' ~500
     0.03 against 0.7 ms (2 cores, AMD EPYC). An entry's chance is its step in the float32
-    cumulative sum, so it is exact up to one rounding of that sum; a zero entry is a zero step
-    and is never drawn (the first index whose sum exceeds the draw)."""
+    cumulative sum, so it is exact up to one rounding of that sum; a zero entry (outside top-p)
+    is a zero step in a CPU's sequential sum and is never drawn (the first index whose sum
+    exceeds the draw); a GPU's parallel scan may give it one rounding's width, a chance of
+    about 1e-7."""
     cdf = probs.cumsum(-1)
     total = cdf[:, -1:]
     u = torch.rand(total.shape, generator=generator, device=probs.device, dtype=cdf.dtype) * total
