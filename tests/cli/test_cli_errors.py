@@ -308,3 +308,31 @@ def test_unreachable_hub_model_names_the_id_and_the_path_override(tmp_path):
                          cwd=tmp_path, env={**os.environ, "HF_HUB_OFFLINE": "1"}).stdout.strip()
     assert out.startswith("cannot load model from nosuch-org/nosuch-model: no such local folder")
     assert "set the model's `path:` in the profile" in out and len(out.splitlines()) == 1
+
+
+@pytest.mark.parametrize("extra, cap", [([], 25), (["--max-problems", "2"], 2), (["--max-problems", "0"], None)])
+def test_evaluate_reads_the_split_asked_with_its_cap(tmp_path, capsys, monkeypatch, extra, cap):
+    """`--split heldout` evaluates heldout.jsonl, `--max-problems` replaces the config's cap (0:
+    every problem), and the split is named in the scores' meta. The evaluation itself is
+    replaced by a recorder: this checks what the command hands it."""
+    from drmas.cli import inputs
+    from drmas.data.io import write_jsonl
+    from drmas.evaluation import runner
+
+    rows = [{"id": f"h{i}", "data_source": "addsub-1", "question": f"{i} + 1", "answers": [str(i + 1)],
+             "split": "heldout"} for i in range(3)]
+    write_jsonl(tmp_path / "data" / "heldout.jsonl", rows)
+    seen = {}
+
+    def recorder(cfg, suite, assignment, rows, out, **kw):
+        seen.update(cap=cfg.eval.max_problems_per_source, ids=[r["id"] for r in rows], meta=kw["meta"])
+        return {"overall": {}}
+
+    monkeypatch.setattr(runner, "evaluate", recorder)
+    monkeypatch.setattr(inputs, "check_model_dirs", lambda paths: list(paths))
+    assert cli.main([
+        "evaluate", *map(str, SUITE), "--data", str(tmp_path / "data"), "--assignment", "shared",
+        "--split", "heldout", "--out", str(tmp_path / "e"), *extra]) in (0, None)
+    assert seen == {"cap": cap, "ids": ["h0", "h1", "h2"],
+                    "meta": {"suite": "math", "assignment": "shared", "seed": 0, "method": "base",
+                             "split": "heldout"}}
