@@ -3,6 +3,7 @@ of the workflow that runs one."""
 
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -50,17 +51,48 @@ def comparable_tables(root: Path, profile: str = REDUCED["profile"]) -> dict[str
             if p.is_file() and "_efficiency." not in p.name}
 
 
-def first_checkpointed_run(root: Path, proc: subprocess.Popen, timeout: float,
-                           profile: str = REDUCED["profile"]) -> Path:
+def start_workflow(root: Path, args: list[str], env: dict, log: Path) -> subprocess.Popen:
+    """Snakemake with `args` in `root`, in a session of its own (so that a test can signal
+    its whole process group), its stderr written to `log`. A file, not a pipe: nobody reads
+    a pipe while the test waits, and a workflow that fills one (64 KB) blocks in its next
+    write, which looks like a workflow that never makes progress."""
+    with open(log, "w") as stderr:          # the child keeps its own copy of the descriptor
+        return subprocess.Popen(args, cwd=root, env=env, text=True, stdout=subprocess.DEVNULL,
+                                stderr=stderr, start_new_session=True)
+
+
+def tail(path: Path, chars: int = 3000) -> str:
+    """The end of a text file ('' when there is none)."""
+    return path.read_text(errors="replace")[-chars:] if path.exists() else ""
+
+
+def first_checkpointed_run(root: Path, proc: subprocess.Popen, timeout: float, log: Path,
+                           profile: str = REDUCED["profile"],
+                           explain: Callable[[], str] | None = None) -> Path:
     """Wait (polling every 0.05 s) until an RL run of the workflow that `proc` runs in `root`
-    has a complete checkpoint (renamed into place, not `step<k>.tmp`: mid-run, with later
-    steps, its final save and its evaluation still to come); returns that run's
-    `<suite>/<assignment>/<method>/seed<k>`, the same under runs/ and checkpoints/."""
+    (its stderr in `log`) has a complete checkpoint (renamed into place, not `step<k>.tmp`:
+    mid-run, with later steps, its final save and its evaluation still to come); returns that
+    run's `<suite>/<assignment>/<method>/seed<k>`, the same under runs/ and checkpoints/. On a
+    timeout the failure holds Snakemake's output, the workflow's job logs and whatever
+    `explain()` adds (the scheduler's view, say), so that a run that stalled says where."""
     folder = root / "results" / profile / "checkpoints"
     deadline = time.time() + timeout
     while not (hits := [c for c in folder.glob("*/*/*/seed*") if checkpoint.latest(c)]):
-        assert proc.poll() is None, "the workflow ended before any checkpoint:\n" + (
-            proc.stderr.read()[-3000:] if proc.stderr else "")
-        assert time.time() < deadline, "no checkpoint appeared"
+        assert proc.poll() is None, f"the workflow ended before any checkpoint:\n{tail(log)}"
+        if time.time() >= deadline:
+            extra = explain() if explain else ""
+            raise AssertionError(f"no checkpoint appeared in {timeout:.0f} s\nSnakemake:\n"
+                                 f"{tail(log)}\n{extra}"
+                                 f"{log_tails(root / 'results' / profile / 'logs')}")
         time.sleep(0.05)
     return hits[0].relative_to(folder)
+
+
+def log_tails(folder: Path, lines: int = 8) -> str:
+    """The last `lines` lines of every log file under `folder`, newest first, for a failure
+    message."""
+    logs = sorted((p for p in folder.rglob("*.log") if p.is_file()),
+                  key=lambda p: p.stat().st_mtime, reverse=True)
+    parts = [f"--- {p.relative_to(folder)}\n" +
+             "\n".join(p.read_text(errors="replace").splitlines()[-lines:]) for p in logs]
+    return "\n".join(parts) if parts else f"(no logs under {folder})"

@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from repo import snakemake, snakemake_bin, workflow_env
-from workflows import REDUCED, comparable_tables as tables, first_checkpointed_run, reduced_workflow
+from workflows import (REDUCED, comparable_tables as tables, first_checkpointed_run,
+                       reduced_workflow, start_workflow)
 
 # Today's workflow layout, in one place (the workflow may move folders: adapt here).
 PROFILE = REDUCED["profile"]
@@ -57,10 +58,9 @@ def descendants(pid: int) -> set[int]:
 def kill_at_first_checkpoint(root: Path, timeout=1500) -> Path:
     """Start the workflow in its own process group; SIGKILL the group as soon as an RL run
     has a complete checkpoint (`first_checkpointed_run`). Returns that run's folder."""
-    proc = subprocess.Popen([*SNAKEMAKE, "--cores", "2"], cwd=root, env=ENV, text=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
-    run = root / RUNS / first_checkpointed_run(root, proc, timeout)
+    log = root.parent / f"{root.name}.snakemake.log"
+    proc = start_workflow(root, [*SNAKEMAKE, "--cores", "2"], ENV, log)
+    run = root / RUNS / first_checkpointed_run(root, proc, timeout, log)
     below = descendants(proc.pid)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -69,7 +69,6 @@ def kill_at_first_checkpoint(root: Path, timeout=1500) -> Path:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    proc.stderr.close()
     return run
 
 

@@ -20,7 +20,8 @@ import pytest
 import yaml
 
 from repo import REPO, snakemake, snakemake_bin, workflow_env
-from workflows import REDUCED, comparable_tables, first_checkpointed_run, reduced_workflow
+from workflows import (REDUCED, comparable_tables, first_checkpointed_run, log_tails,
+                       reduced_workflow, start_workflow, tail)
 
 PROFILE = REDUCED["profile"]
 CONFIG = {**REDUCED, "suites": ["math"]}
@@ -62,10 +63,12 @@ def planned_jobs(root: Path) -> collections.Counter:
     return collections.Counter({m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M)})
 
 
-def cancel_at_first_checkpoint(root: Path, proc: subprocess.Popen, timeout=900) -> tuple[str, Path]:
-    """Wait until a training run of the workflow in `root` has a complete checkpoint, then
-    `scancel` its SLURM job; returns (the job's comment, the run's folder)."""
-    run = first_checkpointed_run(root, proc, timeout)
+def cancel_at_first_checkpoint(root: Path, proc: subprocess.Popen, log: Path,
+                               timeout=900) -> tuple[str, Path]:
+    """Wait until a training run of the workflow in `root` (its Snakemake output in `log`)
+    has a complete checkpoint, then `scancel` its SLURM job; returns (the job's comment, the
+    run's folder)."""
+    run = first_checkpointed_run(root, proc, timeout, log, explain=lambda: scheduler_view(root))
     suite, assignment, method, seed = run.parts
     comment = f"rule_train_wildcards_{suite}_{assignment}_{method}_{seed.removeprefix('seed')}"
     jobs = [line.split("|") for line in slurm("squeue", "-h", "-o", "%i|%k|%Z").splitlines()]
@@ -73,6 +76,40 @@ def cancel_at_first_checkpoint(root: Path, proc: subprocess.Popen, timeout=900) 
     assert len(ids) == 1, f"no single running SLURM job for {comment}: {jobs}"
     slurm("scancel", ids[0])
     return comment, root / RUNS / run
+
+
+def scheduler_view(root: Path) -> str:
+    """What SLURM says of the node and of the jobs (with the reason a job waits), and the
+    tails of the executor's job logs: why a workflow in `root` made no progress."""
+    def out(*cmd: str) -> str:
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+            return proc.stdout + proc.stderr
+        except (OSError, subprocess.TimeoutExpired) as err:
+            return f"{' '.join(cmd)}: {err}\n"
+    return (f"sinfo:\n{out('sinfo', '-N', '-o', '%N %T %c %m %E')}"
+            f"squeue:\n{out('squeue', '-o', '%i %T %M %r %k')}"
+            f"SLURM daemons' logs:\n{log_tails(Path('/var/log/slurm'), lines=20)}\n"
+            f"executor's job logs:\n{log_tails(root / '.snakemake' / 'slurm_logs')}\n")
+
+
+def end_workflow(proc: subprocess.Popen, root: Path, grace: float = 120) -> None:
+    """Stop a Snakemake run that is still going (SIGTERM to its session, SIGKILL after
+    `grace` s) and cancel the SLURM jobs it left in `root`, so that a failed test does not
+    leave training jobs on the machine's cores for the next one."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    listed = subprocess.run(["squeue", "-h", "-o", "%i|%Z"], capture_output=True, text=True,
+                            timeout=60)               # no check: never mask the test's error
+    left = [job for job, _, workdir in (l.partition("|") for l in listed.stdout.splitlines())
+            if Path(workdir) == root]
+    if left:
+        subprocess.run(["scancel", *left], capture_output=True, timeout=60)
 
 
 def accounting(root: Path, since: str, expected: int, timeout=60) -> list[dict]:
@@ -103,16 +140,14 @@ def test_slurm_workflow_survives_a_cancelled_job(cluster, tmp_path, capsys):
     plan = planned_jobs(root)
     assert plan["train"] == 6 and plan["all"] == 1
     since = time.strftime("%Y-%m-%dT%H:%M:%S")
-    run = subprocess.Popen([snakemake_bin(), *SLURM], cwd=root, env=env, text=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    log = tmp_path / "slurm.snakemake.log"
+    run = start_workflow(root, [snakemake_bin(), *SLURM], env, log)
     try:
-        cancelled, run_dir = cancel_at_first_checkpoint(root, run)
-        _, err = run.communicate(timeout=1200)
+        cancelled, run_dir = cancel_at_first_checkpoint(root, run, log)
+        run.wait(timeout=1200)
     finally:
-        if run.poll() is None:
-            os.killpg(run.pid, signal.SIGTERM)
-            run.wait()
-    assert run.returncode == 0, err[-4000:]
+        end_workflow(run, root)
+    assert run.returncode == 0, tail(log, 4000)
     assert comparable_tables(root) == comparable_tables(local)
 
     # Every job but the local `all` ran as a SLURM job, with the test account and partition;
