@@ -38,15 +38,29 @@ def index_flags(wildcards):
 
 
 def models_of(wildcards):
-    """Model folders an assignment needs: warm-started tiny models, and pretrained ones that
-    the workflow converts from GGUF (other pretrained models are loaded from their `path`)."""
+    """Model folders an assignment needs: warm-started models (tiny ones, pretrained ones with
+    a `warmstart:` block), and pretrained ones that the workflow converts from GGUF (other
+    pretrained models are loaded from their `path`)."""
     spec = CFG.assignment(wildcards.assignment)
-    names = {spec.model_of(a) for a in SUITES[wildcards.suite].agents}
-    tiny = [f"{RES}/models/{wildcards.suite}/{m}" for m in sorted(names)
-            if CFG.models[m].kind == "tiny"]
+    names = sorted({spec.model_of(a) for a in SUITES[wildcards.suite].agents})
+    warm = [f"{RES}/models/{wildcards.suite}/{m}" for m in names if CFG.warm_started(m)]
     converted = sorted({str(Path(CFG.models[m].path)) for m in names
-                        if CFG.models[m].gguf is not None})
-    return tiny + converted
+                        if CFG.models[m].gguf is not None and not CFG.warm_started(m)})
+    return warm + converted
+
+
+def warmstart_base_of(wildcards):
+    """What a warm start starts from: a tiny model's suite tokenizer (the model itself is
+    built from its config); a pretrained model's folder when the workflow converts it."""
+    spec = CFG.models[wildcards.model]
+    if spec.kind == "tiny":
+        return [f"{RES}/models/{wildcards.suite}/tokenizer"]
+    return [str(Path(spec.path))] if spec.gguf is not None else []
+
+
+def tokenizer_arg(wildcards, input):
+    """`--tokenizer DIR` for tiny models (their `base` input); a pretrained model brings its own."""
+    return f"--tokenizer {input.base[0]}" if CFG.models[wildcards.model].kind == "tiny" else ""
 
 
 # GGUF conversions (rules/convert.smk): folder under results/<profile>/models/ -> `gguf` value.

@@ -1,4 +1,5 @@
-# Dataset preparation and the tiny profile's tokenizer and warm-started models.
+# Dataset preparation, the tiny models' tokenizer, and the warm starts (tiny models; pretrained
+# ones with a `warmstart:` block).
 
 
 rule prepare:
@@ -55,7 +56,7 @@ rule warmstart:
     priority: 10
     input:
         train=rules.prepare.output.train,
-        tokenizer=rules.tokenizer.output,
+        base=warmstart_base_of,     # a tiny model's tokenizer, or a converted pretrained model
         index=index_of,
     output:
         directory(f"{RES}/models/{{suite}}/{{model}}"),
@@ -71,9 +72,10 @@ rule warmstart:
         key=key_of("warmstart"),
         suite=suite_file,
         index=index_arg,
+        tokenizer=tokenizer_arg,
     conda:
         "../envs/drmas.yaml"
     shell:
         "drmas warmstart --threads {threads} --config {params.config} --suite {params.suite} "
         "--model {wildcards.model} {params.index} --data $(dirname {input.train}) "
-        "--tokenizer {input.tokenizer} --out {output} > {log} 2>&1"
+        "{params.tokenizer} --out {output} > {log} 2>&1"

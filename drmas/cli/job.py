@@ -70,10 +70,14 @@ def retriever(args, suite, cfg=None):
                               settings=cfg.retrieval if cfg is not None else None)
 
 
-def demonstrations(args, cfg, suite, rows, seed):
-    """The suite's agent demonstrations (role, messages, reply) on `rows`."""
+def demonstrations(args, cfg, suite, rows, seed, prompt_set: str = "compact",
+                   mistake_rate: float | None = None):
+    """The suite's agent demonstrations (role, messages, reply) on `rows`, in `prompt_set`'s
+    prompts (compact: the tiny models'), with `mistake_rate` (default: the profile's)."""
     from drmas.registry import DEMONSTRATIONS
 
-    return DEMONSTRATIONS.get(suite.mas)(rows, seed=seed, mistake_rate=cfg.warmstart.mistake_rate,
+    rate = cfg.warmstart.mistake_rate if mistake_rate is None else mistake_rate
+    return DEMONSTRATIONS.get(suite.mas)(rows, seed=seed, mistake_rate=rate,
                                          retriever=retriever(args, suite, cfg),
-                                         last_turn=cfg.search_last_turn)   # search MAS only
+                                         last_turn=cfg.search_last_turn,   # search MAS only
+                                         prompt_set=prompt_set)

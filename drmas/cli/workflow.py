@@ -1,6 +1,6 @@
 """The workflow stages the Snakemake rules run, one subcommand each: `prepare` (the suite's
-train/test JSONL), `tokenizer`, `warmstart` (SFT of a tiny model), `train` (one RL run) and
-`evaluate` (samples.jsonl, scores.json)."""
+train/test JSONL), `tokenizer`, `warmstart` (SFT of a tiny model; a format warm start of a
+pretrained one), `train` (one RL run) and `evaluate` (samples.jsonl, scores.json)."""
 
 from __future__ import annotations
 
@@ -71,17 +71,32 @@ def _check_warmstart_model(cfg, args) -> None:
     if args.model not in cfg.models:
         raise ConfigError(f"unknown model {args.model!r}; the config's models: "
                           f"{', '.join(cfg.models)}")
+    if not cfg.warm_started(args.model):
+        raise ConfigError(f"model {args.model!r} is pretrained without a `warmstart:` block: "
+                          f"it is not warm-started (set models.{args.model}.warmstart to do so)")
     if cfg.models[args.model].kind != "tiny":
-        raise ConfigError(f"model {args.model!r} is {cfg.models[args.model].kind}: only tiny "
-                          "models are warm-started")
+        return
+    if args.tokenizer is None:
+        raise ConfigError(f"model {args.model!r} is tiny: --tokenizer DIR is needed (`drmas "
+                          "tokenizer` writes it)")
     if not Path(args.tokenizer).is_dir():
         raise DataError(f"{args.tokenizer}: tokenizer folder not found (`drmas tokenizer` "
                         "writes it)")
 
 
+def _base_model(cfg, args, spec):
+    """(model, tokenizer) a warm start begins with: a tiny model built from its config with
+    the suite's tokenizer, or the pretrained model (float32 weights) with its own."""
+    from drmas.models.tiny import load_model, load_tokenizer, tiny_model
+
+    if spec.kind == "tiny":
+        tok = load_tokenizer(args.tokenizer)
+        return tiny_model(spec, len(tok), seed=args.seed), tok
+    return load_model(spec.path), load_tokenizer(spec.path)
+
+
 def cmd_warmstart(args) -> None:
     from drmas.data.io import atomic_dir, read_prepared
-    from drmas.models.tiny import load_tokenizer, tiny_model
     from drmas.train.sft import sft
 
     cfg, suite = load_config(args), load_suite(args)
@@ -94,14 +109,20 @@ def cmd_warmstart(args) -> None:
     if not roles:
         raise ConfigError(f"model {args.model!r} plays no agent of suite {suite.name!r} in the "
                           f"assignments {cfg.assignments}: nothing to warm-start")
-    traces = [t for t in demonstrations(args, cfg, suite, rows, seed=args.seed) if t[0] in roles]
-    print(f"warm start {args.model} on {len(traces)} traces of {', '.join(roles)}")
-    tok = load_tokenizer(args.tokenizer)
-    model = tiny_model(spec, len(tok), seed=args.seed)
+    if spec.kind == "tiny":
+        demo_options, sft_options = {}, {}
+    else:   # a format warm start: the prompts it will be asked in RL, its own chat template;
+        # its prompts are longer than a tiny model's: micro-batches as the RL update's
+        demo_options = {"prompt_set": cfg.prompt_set, "mistake_rate": w.mistake_rate}
+        sft_options = {"micro_batch_tokens": cfg.train.micro_batch_tokens}
+    traces = [t for t in demonstrations(args, cfg, suite, rows, seed=args.seed, **demo_options)
+              if t[0] in roles]
+    print(f"warm start {args.model} ({spec.kind}) on {len(traces)} traces of {', '.join(roles)}")
+    model, tok = _base_model(cfg, args, spec)
     dtype = args.dtype or w.dtype
     losses = sft(model, tok, traces, steps=w.steps, batch_size=w.batch_size, lr=w.lr,
                  seed=args.seed, desc=f"warmstart {suite.name}/{args.model}", dtype=dtype,
-                 last_layer=w.last_layer)
+                 last_layer=w.last_layer, **sft_options)
     with atomic_dir(args.out) as out:
         model.save_pretrained(out, safe_serialization=True)
         tok.save_pretrained(out)
@@ -172,9 +193,13 @@ def _add_data_commands(sub) -> None:
 
 def _add_model_commands(sub) -> None:
     sp = add_command(sub, "warmstart", cmd_warmstart, search=True,
-                     help_="build a tiny model and SFT it on agent demonstrations")
+                     help_="SFT a model on agent demonstrations: a tiny model built from its "
+                           "config, or a pretrained one with a `warmstart:` block (a format "
+                           "warm start in the profile's prompts)")
     sp.add_argument("--data", required=True, help=DATA_HELP)
-    sp.add_argument("--tokenizer", required=True, help="tokenizer folder (from `drmas tokenizer`)")
+    sp.add_argument("--tokenizer", default=None,
+                    help="tiny models: tokenizer folder (from `drmas tokenizer`); a pretrained "
+                         "model brings its own")
     sp.add_argument("--model", required=True, help="model name from the config's models:")
     sp.add_argument("--out", required=True, help="model folder to write")
     sp.add_argument("--seed", type=int, default=0, help="seed of the model's init and the SFT order")

@@ -71,8 +71,8 @@ def engine_options(cfg: Config, model: str, overrides: dict | None = None) -> di
 
 
 def model_dir(cfg: Config, suite: str, model: str) -> Path:
-    """Where the warm-started (tiny) or pretrained model of a suite lives."""
-    spec = cfg.models[model]
-    if spec.kind == "pretrained":
-        return Path(spec.path)
-    return cfg.results / "models" / suite / model
+    """Where a suite's base model lives: the warm start's output (tiny models; pretrained ones
+    with a `warmstart:` block), else the pretrained model's `path`."""
+    if cfg.warm_started(model):
+        return cfg.results / "models" / suite / model
+    return Path(cfg.models[model].path)

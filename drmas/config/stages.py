@@ -90,15 +90,16 @@ def _models_of(cfg: Config, suite: Suite, assignment: str) -> dict:
 
 
 def train_key(cfg: Config, suite: Suite, assignment: str, method: str, seed: int) -> dict:
-    """A run's identity: everything that decides which weights it ends with. For tiny
-    models the warm-start key is part of it (other warm-start weights, another run)."""
+    """A run's identity: everything that decides which weights it ends with. For
+    warm-started models (tiny ones; pretrained ones with a `warmstart:` block) the warm-start
+    key is part of it (other warm-start weights, another run)."""
     c = cfg.for_suite(suite.name).for_method(method)
     key = {"suite": suite.name, "assignment": assignment, "method": method,
            "estimator": c.method(method).estimator, "seed": int(seed),
            "prompt_set": c.prompt_set, "mas": mas_key(c, suite), **_models_of(c, suite, assignment),
            "train": {a: plain(c.agent_train(a)) for a in suite.agents}, **kernels_key(c)}
     key["warmstart"] = {m: warmstart_key(cfg, suite, m)["warmstart"]
-                        for m, spec in key["models"].items() if spec["kind"] == "tiny"}
+                        for m in key["models"] if c.warm_started(m)}
     if any(key["train"][a]["loss_aggregation"] == "verl" for a in suite.agents):
         # verl's token-mean weighs a row by its micro-batch on its device, as upstream does
         # (algos/loss.py, verl_row_denominators): the worker count is then part of the result

@@ -186,6 +186,9 @@ def test_warmstart_unknown_model_or_missing_tokenizer(tmp_path, capsys):
     assert run(capsys, *args, "--tokenizer", tmp_path / "tok", "--model", "small") == (
         2, f"drmas warmstart: error: {tmp_path / 'tok'}: tokenizer folder not found "
            "(`drmas tokenizer` writes it)")
+    assert run(capsys, *args, "--model", "small") == (
+        2, "drmas warmstart: error: model 'small' is tiny: --tokenizer DIR is needed (`drmas "
+           "tokenizer` writes it)")
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -4,10 +4,12 @@ import pytest
 
 from drmas.data.prepare import prepare_rows
 from drmas.errors import DataError, DrmasError
-from drmas.mas.search.demos import AGENTS, BOOST, MISTAKES, key_traces, search_traces, simulate
+from drmas.mas.search.demos import BOOST, MISTAKES, key_traces, search_agents, search_traces, simulate
 from drmas.mas.search.history import SearchEpisode
 from drmas.registry import DEMONSTRATIONS
 from knowledge import SPEC, knowledge_index  # one index per session, shared
+
+AGENTS = search_agents()        # the compact prompt set's, the tiny models'
 
 
 @pytest.fixture(scope="module")
@@ -31,22 +33,32 @@ def test_retriever_and_knowledge_rows_are_required(train_rows, searcher):
         search_traces(train_rows[:2] + [hub_row], seed=0, mistake_rate=0.3, retriever=searcher)
 
 
-def test_traces_use_the_agents_prompts(train_rows, searcher):
-    demos = simulate(train_rows[:40], seed=0, mistake_rate=0.3, retriever=searcher)
+@pytest.mark.parametrize("prompt_set", ["compact", "smol"])
+def test_traces_use_the_agents_prompts(train_rows, searcher, prompt_set):
+    demos = simulate(train_rows[:40], seed=0, mistake_rate=0.3, retriever=searcher,
+                     prompt_set=prompt_set)
+    agents = search_agents(prompt_set)
     for demo in demos:
         replay = SearchEpisode(problem=demo.row)
         history = iter(demo.ep.history)
         for agent, prompt, response in demo.traces:
-            assert prompt == AGENTS[agent].prompt(replay)       # what the agent sees at RL time
+            assert prompt == agents[agent].prompt(replay)       # what the agent sees at RL time
             if agent == "searcher" or (agent == "answerer" and "<answer>" not in response):
                 replay.history.append(next(history))            # a search or a lost answer
         assert next(history, None) is None
-    raw = search_traces(train_rows[:40], seed=0, mistake_rate=0.3, retriever=searcher, boost={})
+    raw = search_traces(train_rows[:40], seed=0, mistake_rate=0.3, retriever=searcher, boost={},
+                        prompt_set=prompt_set)
     assert raw == [t for d in demos for t in d.traces]
-    flat = search_traces(train_rows[:40], seed=0, mistake_rate=0.3, retriever=searcher)
+    flat = search_traces(train_rows[:40], seed=0, mistake_rate=0.3, retriever=searcher,
+                         prompt_set=prompt_set)
     assert flat == [t for d in demos
                     for t in d.traces + [k for k in key_traces(d) for _ in range(BOOST[k[0]])]]
-    assert DEMONSTRATIONS.get("search")(train_rows[:40], seed=0, mistake_rate=0.3, retriever=searcher) == flat
+    assert DEMONSTRATIONS.get("search")(train_rows[:40], seed=0, mistake_rate=0.3, retriever=searcher,
+                                        prompt_set=prompt_set) == flat
+    if prompt_set != "compact":      # the same episodes, asked in other words
+        compact = search_traces(train_rows[:40], seed=0, mistake_rate=0.3, retriever=searcher)
+        assert [t[2] for t in compact] == [t[2] for t in flat]
+        assert all(a[1] != b[1] for a, b in zip(compact, flat))
 
 
 def test_mistake_share_is_near_the_rate(train_rows, searcher):

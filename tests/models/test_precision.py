@@ -89,3 +89,78 @@ def test_worker_records_its_dtype(force, tiny_model_dir):
     for name, value in grp.engine.model.state_dict().items():
         assert value.dtype == torch.bfloat16
         assert torch.equal(value, trained[name].to(torch.bfloat16))
+
+
+def _qwen2_head_case():
+    """A random-weight Qwen2 (tied embeddings) and float32 hidden states of a few rows."""
+    import transformers
+
+    torch.manual_seed(0)
+    config = transformers.Qwen2Config(vocab_size=97, hidden_size=32, intermediate_size=64,
+                                      num_hidden_layers=1, num_attention_heads=4,
+                                      num_key_value_heads=2, tie_word_embeddings=True)
+    model = transformers.Qwen2ForCausalLM(config).float()
+    hidden = (torch.randn(3, 5, 32) * 3).requires_grad_()
+    targets = torch.randint(0, 97, (3, 5))
+    return model, hidden, targets
+
+
+def _head_loss(model, hidden, targets, bf16: bool = False, float32_head: bool = False):
+    """Logits and the gradients of a log-likelihood through the output layer; the forward
+    under bf16 autocast if asked, the backward outside it (as sft runs them)."""
+    cpu = torch.device("cpu")
+    with precision.autocast(cpu, torch.bfloat16 if bf16 else torch.float32), \
+            precision.float32_output_layer(model, enabled=float32_head):
+        logits = model.lm_head(hidden)
+        loss = -torch.log_softmax(logits.float(), -1).gather(-1, targets[..., None]).sum()
+    model.zero_grad(set_to_none=True)
+    hidden.grad = None
+    loss.backward()
+    return logits, model.lm_head.weight.grad.clone(), hidden.grad.clone()
+
+
+def test_float32_output_layer_matches_float32_under_bf16_autocast():
+    """Inside the block the output layer under bf16 autocast computes what float32 computes,
+    bit for bit (logits and both gradients); outside it autocast rounds the logits to bf16;
+    after it the layer is the plain one again and the state dict is untouched."""
+    model, hidden, targets = _qwen2_head_case()
+    keys = list(model.state_dict())
+    reference = _head_loss(model, hidden, targets)                     # no autocast: float32
+    rounded = _head_loss(model, hidden, targets, bf16=True)
+    ours = _head_loss(model, hidden, targets, bf16=True, float32_head=True)
+    assert rounded[0].dtype == torch.bfloat16 and ours[0].dtype == torch.float32
+    for r, o in zip(reference, ours):
+        assert torch.equal(r, o)
+    for r, b in zip(reference, rounded):                               # bf16 did round
+        assert not torch.allclose(r, b.float(), atol=1e-4, rtol=0)
+    assert "forward" not in vars(model.lm_head) and list(model.state_dict()) == keys
+    with precision.autocast(torch.device("cpu"), torch.bfloat16):
+        assert model.lm_head(hidden).dtype == torch.bfloat16
+    with precision.float32_output_layer(model, enabled=False):
+        assert "forward" not in vars(model.lm_head)
+
+
+def test_bf16_warm_start_runs_its_output_layer_in_float32(monkeypatch, tiny_model_dir, math_rows):
+    """sft under bf16 autocast enters float32_output_layer (the logits its loss reads come out
+    float32 from the layer itself), a float32 warm start does not need it; either way the
+    model leaves sft with its plain layer."""
+    from drmas.mas.math.demos import math_traces
+    from drmas.models.tiny import load_model, load_tokenizer
+    from drmas.train import sft as sft_module
+
+    tok = load_tokenizer(tiny_model_dir)
+    traces = math_traces([r for r in math_rows if r["split"] == "train"][:20], seed=0,
+                         mistake_rate=0.3)
+    for setting in ("bfloat16", "float32"):
+        model = load_model(tiny_model_dir)
+        seen = []
+        model.lm_head.register_forward_hook(lambda m, i, out: seen.append(out.dtype))
+        sft_module.sft(model, tok, traces, steps=1, batch_size=4, lr=1e-3, seed=0, dtype=setting)
+        assert seen and set(seen) == {torch.float32}, setting
+        assert "forward" not in vars(model.lm_head)
+    monkeypatch.setattr(sft_module, "float32_output_layer",
+                        lambda m, enabled=True: precision.float32_output_layer(m, False))
+    model, seen = load_model(tiny_model_dir), []
+    model.lm_head.register_forward_hook(lambda m, i, out: seen.append(out.dtype))
+    sft_module.sft(model, tok, traces, steps=1, batch_size=4, lr=1e-3, seed=0, dtype="bfloat16")
+    assert set(seen) == {torch.bfloat16}                               # what it guards against

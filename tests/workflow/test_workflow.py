@@ -44,6 +44,19 @@ def test_default_dry_run_job_counts(workflow):
     assert counts["warmstart"] == 3 and counts["index"] == 1 and counts["prepare"] == 2
 
 
+def rule_blocks(out: str) -> dict[str, list[str]]:
+    """{rule: [its jobs' blocks]} of a dry run's output."""
+    blocks = {}
+    for block in out.split("\nrule ")[1:]:
+        blocks.setdefault(block.split(":", 1)[0], []).append(block)
+    return blocks
+
+
+def field_line(block: str, field: str) -> str:
+    """The `field:` line (input, output, log, ...) of a dry run's job block."""
+    return next(l for l in block.splitlines() if l.strip().startswith(f"{field}:"))
+
+
 def job_counts(out: str) -> dict:
     return {line.split()[0]: int(line.split()[1]) for line in out.splitlines()
             if len(line.split()) == 2 and line.split()[1].isdigit()}
@@ -161,16 +174,39 @@ def test_smol_profile_converts_the_model_once_before_its_jobs(workflow):
     assert counts["train"] == 8 and counts["evaluate_run"] == 8 and counts["evaluate_base"] == 4
     assert "warmstart" not in counts and "tokenizer" not in counts      # pretrained: no warm start
     model = "results/smol/models/smollm2-135m-instruct"
-    blocks = {}
-    for block in out.split("\nrule ")[1:]:
-        blocks.setdefault(block.split(":", 1)[0], []).append(block)
+    blocks = rule_blocks(out)
     (convert,) = blocks["convert_model"]
     assert f"output: {model}\n" in convert
     assert "log: results/smol/logs/convert/smollm2-135m-instruct.log" in convert
     for rule in ("train", "evaluate_base"):
         for block in blocks[rule]:
-            inputs = next(l for l in block.splitlines() if l.strip().startswith("input:"))
+            inputs = field_line(block, "input")
             assert model in inputs, (rule, inputs)
     runs = {l.split("runs/")[1] for l in out.splitlines() if "output: results/smol/runs/" in l}
     assert runs == {f"{s}/{a}/{m}/seed0" for s in ("math", "search")
                     for a in ("shared", "nonshared") for m in ("grpo", "drmas")}
+
+
+def test_a_pretrained_model_with_a_warmstart_block_is_warm_started_per_suite(workflow):
+    """config/smol.yaml with `models.smollm2.warmstart` set: the converted model is warm-started
+    once per suite (no tokenizer job: it brings its own), and every training run and base
+    evaluation of a suite loads that suite's warm-started model, not the converted one."""
+    raw = yaml.safe_load((workflow / "config" / "smol.yaml").read_text())
+    raw["models"]["smollm2"]["warmstart"] = {"steps": 10, "lr": 5.0e-5}
+    (workflow / "config" / "smol_warm.yaml").write_text(yaml.safe_dump(raw))
+    proc = snakemake(workflow, "-n", "--configfile", "config/smol_warm.yaml")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    counts = job_counts(out)
+    assert counts["convert_model"] == 1 and counts["warmstart"] == 2 and "tokenizer" not in counts
+    converted = "results/smol/models/smollm2-135m-instruct"
+    blocks = rule_blocks(out)
+    assert {field_line(b, "output").split()[-1] for b in blocks["warmstart"]} == {
+        "results/smol/models/math/smollm2", "results/smol/models/search/smollm2"}
+    for block in blocks["warmstart"]:
+        assert converted in field_line(block, "input") and "tokenizer" not in block
+    for rule in ("train", "evaluate_base"):
+        for block in blocks[rule]:
+            suite = "math" if "/math/" in field_line(block, "output") else "search"
+            inputs = field_line(block, "input")
+            assert f"results/smol/models/{suite}/smollm2" in inputs and converted not in inputs

@@ -1,9 +1,10 @@
 """Warm-start demonstrations of the math MAS: (agent, chat prompt, response) triples.
 
-Prompts come from the real agents (`Agent.prompt`, compact prompt set: warm starts are for
-the tiny models), so the warm-started policy sees exactly what it will see during RL. A share
-of traces carries deliberate mistakes (a wrong step, a wrong verdict, a broken format), so the
-warm-started policy is sometimes right and RL has something to improve.
+Prompts come from the real agents (`Agent.prompt`; the compact prompt set for the tiny
+models, the profile's for a pretrained model's warm start), so the warm-started policy sees
+exactly what it will see during RL. A share of traces carries deliberate mistakes (a wrong
+step, a wrong verdict, a broken format), so the warm-started policy is sometimes right and RL
+has something to improve.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import random
 from types import SimpleNamespace
 
+from drmas.errors import DataError
 from drmas.mas.base import Action, Episode, Turn
 from drmas.mas.math.prompts import PROMPT_SETS
 from drmas.mas.math.solver import Solver
@@ -18,6 +20,14 @@ from drmas.mas.math.verifier import Verifier
 from drmas.registry import DEMONSTRATIONS
 
 Trace = tuple[str, list[dict], str]          # (agent, prompt messages, response text)
+
+
+def _need_steps(rows: list[dict]) -> None:
+    """The demonstrations replay a problem's worked `steps`: only generated problems have them."""
+    missing = next((r.get("id") for r in rows if not r.get("steps")), False)
+    if missing is not False:
+        raise DataError(f"row {missing!r} has no worked steps: math warm-start demonstrations "
+                        "need generated problems (datasets with the `arithmetic` generator)")
 
 
 def _fmt(steps: list[list]) -> str:
@@ -63,11 +73,14 @@ def _verifier_text(steps: list[list], proposed: int | None, rng: random.Random,
 
 
 @DEMONSTRATIONS.register("math")
-def math_traces(rows: list[dict], seed: int, mistake_rate: float, **_) -> list[Trace]:
+def math_traces(rows: list[dict], seed: int, mistake_rate: float, prompt_set: str = "compact",
+                **_) -> list[Trace]:
     """Solver and Verifier demonstrations from generated problems that carry `steps`;
-    `mistake_rate` is the share of sloppy demonstrations per agent."""
+    `mistake_rate` is the share of sloppy demonstrations per agent; prompts from `prompt_set`
+    (compact for the tiny models; a pretrained model's warm start uses the profile's)."""
+    _need_steps(rows)
     rng = random.Random(seed)
-    prompts = PROMPT_SETS["compact"]
+    prompts = PROMPT_SETS[prompt_set]
     solver, verifier = Solver(prompts), Verifier(prompts)
     traces: list[Trace] = []
     for row in rows:

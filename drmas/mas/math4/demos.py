@@ -70,10 +70,11 @@ def _play(ep: Episode, agent, text: str, loop: int, traces: list[Trace]) -> None
 
 @DEMONSTRATIONS.register("math4")
 def math4_traces(rows: list[dict], seed: int, mistake_rate: float, max_loop: int = 2,
-                 **_) -> list[Trace]:
-    """Demonstrations of all four roles from generated problems that carry `steps`."""
+                 prompt_set: str = "compact", **_) -> list[Trace]:
+    """Demonstrations of all four roles from generated problems that carry `steps`, in the
+    prompts of `prompt_set`."""
     rng = random.Random(seed)
-    prompts = PROMPT_SETS["compact"]
+    prompts = PROMPT_SETS[prompt_set]
     solver, critic = Solver(prompts), Critic(prompts)
     refiner, verifier = Refiner(prompts), Verifier(prompts)
     traces: list[Trace] = []

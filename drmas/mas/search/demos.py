@@ -1,10 +1,10 @@
 """Warm-start demonstrations for the search MAS, from simulated episodes.
 
 Episodes are played turn by turn with the MAS's control flow (drmas/mas/search/orchestra.py),
-the real agents' prompts (`Agent.prompt`, compact prompt set: warm starts are for the tiny
-models) and the real retriever's documents, so the warm-started policy sees exactly what it
-will see during RL. All episodes advance together and each turn's queries go to the
-retriever as one batch.
+the real agents' prompts (`Agent.prompt`; the compact prompt set for the tiny models, the
+profile's for a pretrained model's warm start) and the real retriever's documents, so the
+warm-started policy sees exactly what it will see during RL. All episodes advance together
+and each turn's queries go to the retriever as one batch.
 
 The expert behind the demonstrations reads the retrieved passages: it says "no" and searches
 the next title of the row's `hops` until every hop's passage has come back, then says "yes"
@@ -61,8 +61,12 @@ Trace = tuple[str, list[dict], str]          # (agent, prompt messages, response
 MISTAKES = ("early_answer", "extra_search", "wrong_query", "wrong_answer", "broken_format")
 # Extra copies of each clean episode's queries and gold answer, per agent (see search_traces).
 BOOST = {"searcher": 6, "answerer": 6}
-AGENTS = {a.name: a for a in (Verifier(PROMPT_SETS["compact"]), Searcher(PROMPT_SETS["compact"]),
-                               Answerer(PROMPT_SETS["compact"]))}
+
+
+def search_agents(prompt_set: str = "compact") -> dict:
+    """The search MAS's agents by name, prompting with `prompt_set`."""
+    prompts = PROMPT_SETS[prompt_set]
+    return {a.name: a for a in (Verifier(prompts), Searcher(prompts), Answerer(prompts))}
 
 
 @dataclass
@@ -72,6 +76,7 @@ class Demo:
     ep: SearchEpisode
     rng: random.Random
     mistake: str | None
+    agents: dict                                # name -> agent (`search_agents`)
     traces: list[Trace] = field(default_factory=list)
     mistake_done: bool = False
     broken: str | None = None                   # which agent breaks its format, if any
@@ -83,7 +88,7 @@ class Demo:
 
     def say(self, agent: str, turn: int, text: str):
         """Prompt the real agent, record the demonstration and the turn; return its Action."""
-        role = AGENTS[agent]
+        role = self.agents[agent]
         prompt = role.prompt(self.ep)
         action = role.parse(text)
         self.traces.append((agent, prompt, text))
@@ -158,9 +163,11 @@ def _answerer_text(demo: Demo) -> str:
 
 
 def simulate(rows: list[dict], seed: int, mistake_rate: float, retriever,
-             max_turns: int = 4, topk: int = 3, last_turn: str = "answer") -> list[Demo]:
+             max_turns: int = 4, topk: int = 3, last_turn: str = "answer",
+             prompt_set: str = "compact") -> list[Demo]:
     """Play one demonstration episode per row (all rows in lockstep, one retrieval per turn);
-    `last_turn` as the orchestra's (drmas/mas/search/orchestra.py, LAST_TURN)."""
+    `last_turn` as the orchestra's (drmas/mas/search/orchestra.py, LAST_TURN); the agents
+    prompt with `prompt_set`."""
     if last_turn not in LAST_TURN:
         raise ValueError(f"last_turn must be one of {', '.join(LAST_TURN)}, got {last_turn!r}")
     if retriever is None:
@@ -170,10 +177,11 @@ def simulate(rows: list[dict], seed: int, mistake_rate: float, retriever,
         raise DataError(f"row {missing!r} has no hops/distractors: search warm-start traces need "
                         "rows of the `knowledge` generator")
     rng = random.Random(seed)
+    roles = search_agents(prompt_set)
     demos = []
     for row in rows:
         mistake = rng.choice(MISTAKES) if rng.random() < mistake_rate else None
-        demo = Demo(SearchEpisode(problem=row), random.Random(rng.random()), mistake)
+        demo = Demo(SearchEpisode(problem=row), random.Random(rng.random()), mistake, roles)
         if mistake == "broken_format":
             demo.broken = demo.rng.choice(("answerer", "searcher", "verifier"))
         demo.early_at = demo.rng.randrange(len(row["hops"]))
@@ -220,16 +228,17 @@ def key_traces(demo: Demo) -> list[Trace]:
 @DEMONSTRATIONS.register("search")
 def search_traces(rows: list[dict], seed: int, mistake_rate: float, retriever,
                   max_turns: int = 4, topk: int = 3, boost: dict | None = None,
-                  last_turn: str = "answer") -> list[Trace]:
+                  last_turn: str = "answer", prompt_set: str = "compact") -> list[Trace]:
     """(agent, prompt messages, response) demonstrations of the Verifier, Searcher and Answerer.
 
     Each episode's traces are followed by extra copies of its `key_traces`, `boost[agent]`
     of each (default BOOST; `{}` for none): without them a tiny model warm-started for a few
     hundred steps writes well-formed tags but rarely copies the right words, so the MAS
-    seldom succeeds and RL gets little signal. `last_turn`: as the orchestra's.
+    seldom succeeds and RL gets little signal. `last_turn`: as the orchestra's; `prompt_set`:
+    the agents' prompts (compact for the tiny models).
     """
     demos = simulate(rows, seed, mistake_rate, retriever, max_turns=max_turns, topk=topk,
-                     last_turn=last_turn)
+                     last_turn=last_turn, prompt_set=prompt_set)
     boost = BOOST if boost is None else boost
     return [trace for demo in demos
             for trace in demo.traces + [t for t in key_traces(demo) for _ in range(boost.get(t[0], 0))]]
