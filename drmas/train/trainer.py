@@ -93,12 +93,26 @@ def _stats(values) -> dict:
     return {"mean": float(v.mean()), "std": float(v.std(ddof=1)) if v.size > 1 else 0.0}
 
 
+def reward_groups(episodes, team_rewards) -> dict:
+    """The step's GRPO groups (the episodes of one problem uid) and the share whose team
+    rewards are not all equal (spread above 1e-6). A group of equal rewards gives every
+    episode the same team reward, so only per-row format penalties can make its advantages
+    non-zero: the share is how much of a batch RL can learn from (a model that is always
+    right, or always wrong, has none)."""
+    by_uid: dict = {}
+    for ep, reward in zip(episodes, team_rewards):
+        by_uid.setdefault(ep.problem["uid"], []).append(float(reward))
+    unequal = sum(max(r) - min(r) > 1e-6 for r in by_uid.values())
+    return {"count": len(by_uid), "unequal": unequal / len(by_uid) if by_uid else 0.0}
+
+
 def run_identity(cfg: Config, suite: Suite, assignment: str, method: str, seed: int) -> dict:
     """What decides a run's final weights: its train key (drmas/config/stages.py) and the content of
-    its tiny base models' weights (a re-made warm start is another starting point)."""
+    its warm-started base models' weights (tiny ones, and pretrained ones with a `warmstart:`
+    block): a re-made warm start is another starting point."""
     key = train_key(cfg, suite, assignment, method, seed)
     key["base_weights"] = {m: _file_digest(model_dir(cfg, suite.name, m) / "model.safetensors")
-                           for m, spec in key["models"].items() if spec["kind"] == "tiny"}
+                           for m in key["models"] if cfg.warm_started(m)}
     return key
 
 
@@ -297,7 +311,8 @@ class Trainer:
         adv_diag = lemma_diagnostics(*batch)
         for agent, pred in lemma_prediction(*batch, norm_by_std=self.train.norm_by_std).items():
             adv_diag.setdefault(agent, {}).update(pred)
-        return {"step": self.step, "team_reward": _stats(team), "agents": agents,
+        return {"step": self.step, "team_reward": _stats(team),
+                "reward_groups": reward_groups(episodes, team), "agents": agents,
                 "groups": group_metrics, "adv_diag": adv_diag,
                 "adv_std": pool_std_fractions(batch[0], cols["uid"], cols["agent"]),
                 "episodes": {k: float(np.mean([ep.info.get(k, 0) for ep in episodes]))

@@ -114,3 +114,28 @@ def test_worker_count_is_part_of_a_verl_runs_key_only():
     verl = key("train={loss_aggregation: verl}")
     assert verl["workers_per_group"] == 1
     assert key("train={loss_aggregation: verl}", "resources={backend: ray, workers_per_group: 2}") != verl
+
+
+def test_a_warm_started_pretrained_model_is_part_of_the_identity(tmp_path, monkeypatch):
+    """The weights of a pretrained model's format warm start (`models.<name>.warmstart`) enter
+    the run identity as a tiny model's do: a re-made warm start is another starting point. A
+    pretrained model used as it is has no digest there."""
+    import yaml
+
+    from drmas.config.profile import from_dict
+    from drmas.train.trainer import run_identity
+
+    raw = yaml.safe_load((REPO / "config" / "smol.yaml").read_text())
+    raw["models"]["smollm2"]["warmstart"] = {"steps": 10, "lr": 5.0e-5}
+    monkeypatch.chdir(tmp_path)
+    cfg = from_dict(raw)
+    suite = load_suite(REPO / "benchmarks" / "math.yaml")
+    weights = tmp_path / "results" / "smol" / "models" / "math" / "smollm2" / "model.safetensors"
+    weights.parent.mkdir(parents=True)
+    weights.write_bytes(b"one warm start")
+    first = run_identity(cfg, suite, "shared", "grpo", 0)["base_weights"]
+    weights.write_bytes(b"another warm start")
+    second = run_identity(cfg, suite, "shared", "grpo", 0)["base_weights"]
+    assert set(first) == {"smollm2"} and first["smollm2"] != second["smollm2"]
+    raw["models"]["smollm2"].pop("warmstart")
+    assert run_identity(from_dict(raw), suite, "shared", "grpo", 0)["base_weights"] == {}

@@ -38,11 +38,26 @@ def test_shared_group_gets_all_agents_rows(tiny_model_dir, math_rows, tmp_path):
     assert list(trainer.groups) == ["small"]
     calls = m["agents"]["solver"]["calls"] + m["agents"]["verifier"]["calls"]
     assert m["groups"]["small"]["rows"] == calls == m["rows"]
+    assert m["reward_groups"]["count"] == cfg.train.prompts_per_step
+    assert m["reward_groups"]["unequal"] * cfg.train.prompts_per_step in range(cfg.train.prompts_per_step + 1)
     assert set(m["adv_diag"]) <= {"solver", "verifier"}
     for agent, stats in m["adv_diag"].items():
         assert stats["num_groups"] == 0 or stats["inflation_factor_max"] >= stats["inflation_factor_mean"]
         if m["agents"][agent]["calls"]:
             assert 0.0 <= m["agents"][agent]["clip_frac"] <= 1.0
+
+
+def test_reward_groups_counts_the_problems_whose_rewards_differ():
+    """Groups are problem uids, not runs of the list; a spread of round-off is no spread."""
+    from types import SimpleNamespace
+
+    from drmas.train.trainer import reward_groups
+
+    eps = [SimpleNamespace(problem={"uid": u}) for u in ("a", "b", "a", "c", "b", "c", "d")]
+    team = [1.0, 0.0, 1.0, 0.0, 1.0, 1e-9, 0.5]
+    # a: 1, 1 (equal); b: 0, 1 (unequal); c: 0, 1e-9 (equal); d: one episode (equal)
+    assert reward_groups(eps, team) == {"count": 4, "unequal": 0.25}
+    assert reward_groups([], []) == {"count": 0, "unequal": 0.0}
 
 
 def test_sharing_plan_and_mismatched_settings(tiny_model_dir):

@@ -33,7 +33,13 @@ def test_smol_profile_converts_its_model_into_results():
     suites = {name: load_suite(ROOT / suite_path(name)) for name in cfg.suites}
     check_suites(cfg, suites, ROOT / "benchmarks")
     assert cfg.for_suite("search").train.max_response_tokens == 64
-    assert cfg.for_suite("math").train.max_response_tokens == 160
+    assert cfg.for_suite("math").train.max_response_tokens == 96
+    assert cfg.for_suite("search").train.prompts_per_step == 3
+    # a format warm start per suite, on the generated suites its demonstrations replay
+    assert cfg.warm_started("smollm2") and cfg.models["smollm2"].warmstart["steps"] == 80
+    assert {s: cfg.for_suite(s).warmstart.batch_size for s in cfg.suites} == {"math": 16, "search": 8}
+    assert {s: cfg.dataset_key(s) for s in cfg.suites} == {"math": "default", "search": "default"}
+    assert cfg.search_last_turn == "verify"        # under `answer` RL's signal ran out (results.md)
 
 
 @pytest.mark.parametrize("change, fragment", [

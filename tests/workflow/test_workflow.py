@@ -163,44 +163,23 @@ def test_paper_profile_lists_the_papers_runs_with_their_gpus(workflow):
         "shared_4b", "nonshared_4b", "shared_8b", "nonshared_8b"}
 
 
-def test_smol_profile_converts_the_model_once_before_its_jobs(workflow):
-    """config/smol.yaml: SmolLM2 converted from GGUF by one job, which every training run and
-    base evaluation waits for; both suites x shared / not shared x GRPO / Dr. MAS."""
+def test_smol_profile_converts_then_warm_starts_the_model_before_its_jobs(workflow):
+    """config/smol.yaml: SmolLM2 converted from GGUF by one job, then warm-started once per
+    suite from the converted folder (no tokenizer job: it brings its own); every training run
+    and base evaluation of a suite loads that suite's warm-started model, not the converted
+    one; both suites x shared / not shared x GRPO / Dr. MAS."""
     proc = snakemake(workflow, "-n", "--configfile", "config/smol.yaml")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     counts = job_counts(out)
     assert counts["convert_model"] == 1 and counts["prepare"] == 2 and counts["index"] == 1
     assert counts["train"] == 8 and counts["evaluate_run"] == 8 and counts["evaluate_base"] == 4
-    assert "warmstart" not in counts and "tokenizer" not in counts      # pretrained: no warm start
-    model = "results/smol/models/smollm2-135m-instruct"
-    blocks = rule_blocks(out)
-    (convert,) = blocks["convert_model"]
-    assert f"output: {model}\n" in convert
-    assert "log: results/smol/logs/convert/smollm2-135m-instruct.log" in convert
-    for rule in ("train", "evaluate_base"):
-        for block in blocks[rule]:
-            inputs = field_line(block, "input")
-            assert model in inputs, (rule, inputs)
-    runs = {l.split("runs/")[1] for l in out.splitlines() if "output: results/smol/runs/" in l}
-    assert runs == {f"{s}/{a}/{m}/seed0" for s in ("math", "search")
-                    for a in ("shared", "nonshared") for m in ("grpo", "drmas")}
-
-
-def test_a_pretrained_model_with_a_warmstart_block_is_warm_started_per_suite(workflow):
-    """config/smol.yaml with `models.smollm2.warmstart` set: the converted model is warm-started
-    once per suite (no tokenizer job: it brings its own), and every training run and base
-    evaluation of a suite loads that suite's warm-started model, not the converted one."""
-    raw = yaml.safe_load((workflow / "config" / "smol.yaml").read_text())
-    raw["models"]["smollm2"]["warmstart"] = {"steps": 10, "lr": 5.0e-5}
-    (workflow / "config" / "smol_warm.yaml").write_text(yaml.safe_dump(raw))
-    proc = snakemake(workflow, "-n", "--configfile", "config/smol_warm.yaml")
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out[-3000:]
-    counts = job_counts(out)
-    assert counts["convert_model"] == 1 and counts["warmstart"] == 2 and "tokenizer" not in counts
+    assert counts["warmstart"] == 2 and "tokenizer" not in counts
     converted = "results/smol/models/smollm2-135m-instruct"
     blocks = rule_blocks(out)
+    (convert,) = blocks["convert_model"]
+    assert f"output: {converted}\n" in convert
+    assert "log: results/smol/logs/convert/smollm2-135m-instruct.log" in convert
     assert {field_line(b, "output").split()[-1] for b in blocks["warmstart"]} == {
         "results/smol/models/math/smollm2", "results/smol/models/search/smollm2"}
     for block in blocks["warmstart"]:
@@ -210,3 +189,22 @@ def test_a_pretrained_model_with_a_warmstart_block_is_warm_started_per_suite(wor
             suite = "math" if "/math/" in field_line(block, "output") else "search"
             inputs = field_line(block, "input")
             assert f"results/smol/models/{suite}/smollm2" in inputs and converted not in inputs
+    runs = {l.split("runs/")[1] for l in out.splitlines() if "output: results/smol/runs/" in l}
+    assert runs == {f"{s}/{a}/{m}/seed0" for s in ("math", "search")
+                    for a in ("shared", "nonshared") for m in ("grpo", "drmas")}
+
+
+def test_a_pretrained_model_without_a_warmstart_block_is_used_as_it_is(workflow):
+    """config/smol.yaml without `models.smollm2.warmstart`: no warm start; every training run
+    and base evaluation loads the converted model itself."""
+    raw = yaml.safe_load((workflow / "config" / "smol.yaml").read_text())
+    del raw["models"]["smollm2"]["warmstart"]
+    (workflow / "config" / "smol_plain.yaml").write_text(yaml.safe_dump(raw))
+    proc = snakemake(workflow, "-n", "--configfile", "config/smol_plain.yaml")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    counts = job_counts(out)
+    assert counts["convert_model"] == 1 and "warmstart" not in counts and "tokenizer" not in counts
+    for rule in ("train", "evaluate_base"):
+        for block in rule_blocks(out)[rule]:
+            assert "results/smol/models/smollm2-135m-instruct" in field_line(block, "input"), rule
