@@ -151,7 +151,13 @@ def test_ray_groups_measure_as_local(tiny_model_dir, ray_cluster):
         m = two.update([dict(r, advantage=a) for r, a in zip(rows, sets["grad_sq_grpo"])], seed=0)
     assert math.isfinite(m["grad_norm"])                   # the group trains on afterwards
     for agent in AGENTS:
-        assert one[agent] == want[agent]
+        # one actor computes what the process does up to float rounding, not bit for bit: it is
+        # another process (its own thread pool, deterministic algorithms on), whose kernels may
+        # reduce in another order. Equal on earlier machines; on 2 cores of an AVX-512 EPYC
+        # (stop 44) relative differences of 2e-8, at stop 40's code as well.
+        assert one[agent]["rows"] == want[agent]["rows"]
+        for name in SETS:
+            assert one[agent][name] == pytest.approx(want[agent][name], rel=1e-6)
         assert sharded[agent]["rows"] == want[agent]["rows"]
         for name in SETS:
             assert sharded[agent][name] == pytest.approx(want[agent][name], rel=1e-5)
