@@ -1,140 +1,25 @@
-"""GRPO advantage estimators for multi-agent rollouts: global (vanilla GRPO), agent-wise
-(Dr. MAS) and the two mixed ablations.
+"""Advantages for multi-agent rollouts by a registered estimator (drmas/algos/estimators.py),
+and Lemma 4.2's diagnostics of a batch: how far a prompt-group baseline sits from each agent.
 
-Every rollout row is one agent call carrying ``(uid, traj_uid, agent, score)``. The upstream
-code computes the baselines with a Python loop over rows holding torch scalars; here ids
-become dense integer codes and the group statistics are segment sums, so 10^6 rows take
-about 0.1-0.2 s on 2 cores (`drmas perf advantages`). See ARCHITECTURE.md, "Upstream semantics
-to match exactly".
-
-Implementation choices, measured on 10^6 rows here: ``pandas.factorize`` (hash table)
-codes int arrays ~10x faster than ``torch.unique`` (sorts); a dict codes lists of strings
-faster than either. Segment sums use ``numpy.bincount``: single-threaded, ~2 ms per 10^6
-rows, whereas small torch ops paid ms-scale intra-op thread sync each on a busy 2-core box.
-The result is a torch tensor.
+Every rollout row is one agent call carrying ``(uid, traj_uid, agent, score)``, in batch order;
+the pools are dense codes and segment sums (drmas/algos/pools.py). See ARCHITECTURE.md,
+"Upstream semantics to match exactly". The results are torch tensors.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 import torch
 
-from drmas.algos.estimators import POOLS
+from drmas.algos.estimators import POOLS, Estimator, pool_estimator
+from drmas.algos.pools import Pools, convention, dense_codes, normalised
 from drmas.errors import ConfigError
+from drmas.registry import ESTIMATORS
 
-def dense_codes(ids, *, return_uniques: bool = False):
-    """Map ids (list of str/int, numpy array or tensor) to int64 codes 0..k-1.
-
-    Codes follow first appearance; only equality of ids matters. Arrays and lists of ints
-    go through ``pandas.factorize``; other lists through a dict (~45 ms for 10^6 uuid
-    strings, against 50-90 ms for ``pandas.factorize`` on an object array and ~150 ms for
-    ``numpy.unique``). ``return_uniques`` also returns the id of each code.
-    """
-    if isinstance(ids, torch.Tensor):
-        ids = ids.detach().cpu().numpy()
-    if not isinstance(ids, np.ndarray) and len(ids) and _is_int(ids[0]):
-        try:
-            ids = np.fromiter(ids, dtype=np.int64, count=len(ids))
-        except (TypeError, ValueError, OverflowError):
-            pass  # not all ints after all: the dict path handles anything hashable
-    if isinstance(ids, np.ndarray):
-        if ids.ndim != 1:
-            raise ValueError(f"ids must be one-dimensional, got shape {ids.shape}")
-        codes, uniques = pd.factorize(ids, use_na_sentinel=False)
-        codes = codes.astype(np.int64, copy=False)
-        return (codes, list(uniques)) if return_uniques else codes
-    index = {key: i for i, key in enumerate(dict.fromkeys(ids))}
-    codes = np.fromiter(map(index.__getitem__, ids), dtype=np.int64, count=len(ids))
-    return (codes, list(index)) if return_uniques else codes
-
-
-def _is_int(x) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
-
-
-def _pair_codes(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Dense codes of the pairs (a, b) of codes, and for each pair code its ``a`` code."""
-    pair = pd.factorize(a * (int(b.max()) + 1) + b)[0].astype(np.int64, copy=False)
-    owner = np.empty(int(pair.max()) + 1, dtype=np.int64)
-    owner[pair] = a
-    return pair, owner
-
-
-def _segment_stats(values: np.ndarray, key: np.ndarray, n_keys: int):
-    """Per-key count, mean and unbiased std (two-pass, so near-constant pools stay exact).
-
-    A key with one value gets std 0 here; ``_convention`` applies the singleton rule.
-    """
-    cnt = np.bincount(key, minlength=n_keys)
-    mean = np.bincount(key, values, n_keys) / np.maximum(cnt, 1)
-    dev = values - mean[key]
-    var = np.bincount(key, dev * dev, n_keys) / np.maximum(cnt - 1, 1)
-    return cnt, mean, np.sqrt(var)
-
-
-def _convention(cnt, mean, sd):
-    """Upstream rule: a pool of one value has mu = 0 and sd = 1."""
-    single = cnt == 1
-    return np.where(single, 0.0, mean), np.where(single, 1.0, sd)
-
-
-def _as_float64(scores) -> np.ndarray:
-    if isinstance(scores, torch.Tensor):
-        return scores.detach().to("cpu", torch.float64).reshape(-1).numpy()
-    return np.asarray(scores, dtype=np.float64).reshape(-1)
-
-
-class _Pools:
-    """The two pools of one batch: per uid over trajectory means, and per (uid, agent).
-
-    Ids are coded on first use: vanilla GRPO never needs the agent ids.
-    """
-
-    def __init__(self, scores, uid, traj_uid, agent):
-        self.scores = _as_float64(scores)
-        n = len(self.scores)
-        if not (len(uid) == len(traj_uid) == len(agent) == n):
-            raise ValueError(
-                "scores, uid, traj_uid, agent differ in length: "
-                f"{n}, {len(uid)}, {len(traj_uid)}, {len(agent)}"
-            )
-        self.u = dense_codes(uid)
-        self.n_uid = int(self.u.max()) + 1 if n else 0
-        self._traj_uid, self._agent = traj_uid, agent
-
-    @functools.cached_property
-    def _agent_codes(self):
-        return dense_codes(self._agent, return_uniques=True)
-
-    def uid_stats(self):
-        """Per uid (count, mu, sd) over its trajectories' means; each row's traj mean."""
-        # trajectories are keyed by (uid, traj_uid): traj ids are unique only within a uid
-        tk, t_uid = _pair_codes(self.u, dense_codes(self._traj_uid))
-        cnt = np.bincount(tk)
-        traj_mean = np.bincount(tk, self.scores) / cnt
-        return _segment_stats(traj_mean, t_uid, self.n_uid), traj_mean[tk]
-
-    def agent_stats(self):
-        """Per (uid, agent) key (count, mu, sd) of rows' own scores; row keys; key owners."""
-        a = self._agent_codes[0]
-        ka, ka_uid = _pair_codes(self.u, a)
-        ka_agent = np.empty(len(ka_uid), dtype=np.int64)
-        ka_agent[ka] = a
-        return _segment_stats(self.scores, ka, len(ka_uid)), ka, ka_uid, ka_agent
-
-    def row_pool(self, mode: str):
-        """(row score, row -> pool key, per-key mu and sd after the singleton rule)."""
-        if mode == "global":
-            stats, row_score = self.uid_stats()
-            key = self.u
-        else:
-            stats, key, _, _ = self.agent_stats()
-            row_score = self.scores
-        return (row_score, key, *_convention(*stats))
+__all__ = ["compute_advantages", "dense_codes", "lemma_diagnostics", "lemma_prediction",
+           "offset_advantages", "pool_std_fractions"]
 
 
 def compute_advantages(
@@ -143,18 +28,23 @@ def compute_advantages(
     traj_uid: Sequence,
     agent: Sequence,
     *,
-    mean_by: str = "global",
-    std_by: str = "global",
+    estimator: str | Estimator | None = None,
+    mean_by: str | None = None,
+    std_by: str | None = None,
     norm_by_std: bool = True,
     eps: float = 1e-6,
+    order: Sequence[int] | None = None,
 ) -> torch.Tensor:
-    """Group-normalised advantages, one per row, shape (N,), float32.
+    """Group-normalised advantages, one per row in batch order, shape (N,), float32.
 
-    ``mean_by``/``std_by`` pick the pool for the baseline and for the scale:
-    ``"global"`` pools per uid one value per trajectory (the mean of its rows' scores) and
-    a row's score is its trajectory mean; ``"agent"`` pools per (uid, agent) every row's
-    own score. The score used follows ``mean_by``. A = (score - mu) / (sd + eps), or
-    score - mu without ``norm_by_std``; a pool of one value has mu = 0, sd = 1.
+    ``estimator`` names a registered estimator (``grpo``, ``grpo_2025``, ``drmas``, the
+    ablations; drmas/algos/estimators.py). Without it, ``mean_by``/``std_by`` pick the pools
+    directly (default ``"global"`` for both: ``grpo``): ``"global"`` pools per uid one value
+    per trajectory (the mean of its rows' scores) and a row's score is its trajectory mean;
+    ``"agent"`` pools per (uid, agent) every row's own score; ``"first_row"`` pools per uid
+    each trajectory's first row in batch order, rows keep their own scores. The score used
+    follows ``mean_by``. A = (score - mu) / (sd + eps), or score - mu without
+    ``norm_by_std``; a pool of one value has mu = 0, sd = 1.
 
     Why the agent pool: under the global baseline agent k's normalised advantages have
     second moment E[(r_k - mu)^2] / sigma^2 = (sigma_k^2 + (mu_k - mu)^2) / sigma^2, and
@@ -164,28 +54,28 @@ def compute_advantages(
 
     Statistics are computed in float64: zero-variance pools then give advantages of ~1e-10
     instead of float32 rounding noise divided by eps. The result lies on ``scores``' device
-    when ``scores`` is a tensor, else on the CPU.
+    when ``scores`` is a tensor, else on the CPU. ``order``: when the rows are not in batch
+    order, the row indices in batch order (`Pools`); only first-row pools read it.
     """
+    fn = _estimator_fn(estimator, mean_by, std_by)
+    device = scores.device if isinstance(scores, torch.Tensor) else torch.device("cpu")
+    pools = Pools(scores, uid, traj_uid, agent, order)
+    if len(pools.scores) == 0:
+        return torch.zeros(0, dtype=torch.float32, device=device)
+    adv = fn(pools, norm_by_std=norm_by_std, eps=eps)
+    return torch.from_numpy(np.asarray(adv, dtype=np.float64).astype(np.float32)).to(device)
+
+
+def _estimator_fn(estimator, mean_by, std_by):
+    if estimator is not None:
+        if mean_by is not None or std_by is not None:
+            raise ValueError("give an estimator or mean_by/std_by, not both")
+        return (estimator if isinstance(estimator, Estimator) else ESTIMATORS.get(estimator)).fn
+    mean_by, std_by = mean_by or "global", std_by or "global"
     for name, mode in (("mean_by", mean_by), ("std_by", std_by)):
         if mode not in POOLS:
             raise ConfigError(f"unknown {name} {mode!r}; valid: {', '.join(POOLS)}")
-    device = scores.device if isinstance(scores, torch.Tensor) else torch.device("cpu")
-    pools = _Pools(scores, uid, traj_uid, agent)
-    if len(pools.scores) == 0:
-        return torch.zeros(0, dtype=torch.float32, device=device)
-    row_pools = {mode: pools.row_pool(mode) for mode in {mean_by, std_by}}
-    adv = _normalised(row_pools[mean_by], row_pools[std_by], norm_by_std, eps)
-    return torch.from_numpy(adv.astype(np.float32)).to(device)
-
-
-def _normalised(mean_pool, std_pool, norm_by_std: bool, eps: float) -> np.ndarray:
-    """float64 advantages from two `_Pools.row_pool` tuples (the score follows the mean's)."""
-    score, key_m, mu, _ = mean_pool
-    _, key_s, _, sd = std_pool
-    adv = score - mu[key_m]
-    if norm_by_std:
-        adv /= (sd + eps)[key_s]
-    return adv
+    return pool_estimator(mean_by, std_by)
 
 
 def offset_advantages(scores, uid: Sequence, traj_uid: Sequence, agent: Sequence, *,
@@ -198,7 +88,7 @@ def offset_advantages(scores, uid: Sequence, traj_uid: Sequence, agent: Sequence
     sd = 1, as in ``compute_advantages``.
     """
     device = scores.device if isinstance(scores, torch.Tensor) else torch.device("cpu")
-    pools = _Pools(scores, uid, traj_uid, agent)
+    pools = Pools(scores, uid, traj_uid, agent)
     if len(pools.scores) == 0:
         return torch.zeros(0, dtype=torch.float32, device=device)
     _, key_a, mu_a, _ = pools.row_pool("agent")
@@ -248,7 +138,7 @@ def lemma_diagnostics(scores, uid, traj_uid, agent, *, informative_only: bool = 
     ``informative_only=False`` both enter exactly as in the paper's code (every group, that
     convention, sigma^2 + 1e-12 below), which reports inflation of ~1e12 for them.
     """
-    pools = _Pools(scores, uid, traj_uid, agent)
+    pools = Pools(scores, uid, traj_uid, agent)
     if len(pools.scores) == 0:
         return {}
     (g_cnt, g_mu, g_sd), _ = pools.uid_stats()
@@ -257,14 +147,14 @@ def lemma_diagnostics(scores, uid, traj_uid, agent, *, informative_only: bool = 
         keep = ((g_cnt >= 2) & (g_sd > 0))[ka_uid] & (k_cnt >= 2)
     else:
         keep = np.ones(len(k_cnt), dtype=bool)
-        g_mu, g_sd = _convention(g_cnt, g_mu, g_sd)
-        k_mu, k_sd = _convention(k_cnt, k_mu, k_sd)
+        g_mu, g_sd = convention(g_cnt, g_mu, g_sd)
+        k_mu, k_sd = convention(k_cnt, k_mu, k_sd)
     gap = k_mu - g_mu[ka_uid]
     sigma2 = g_sd[ka_uid] ** 2 + _DIAG_FLOOR
     var_ratio = k_sd**2 / sigma2
     inflation = (k_sd**2 + gap**2) / sigma2
     out = {}
-    for code, name in enumerate(pools._agent_codes[1]):
+    for code, name in enumerate(pools.agent_codes[1]):
         sel = keep & (ka_agent == code)
         if not sel.any():
             out[str(name)] = {"num_groups": 0}
@@ -282,7 +172,7 @@ def lemma_diagnostics(scores, uid, traj_uid, agent, *, informative_only: bool = 
 ROUNDOFF_RTOL = 1e-9
 
 
-def _uid_tolerance(pools: _Pools) -> np.ndarray:
+def _uid_tolerance(pools: Pools) -> np.ndarray:
     """Per uid: the std below which its values are equal up to round-off."""
     scale = np.zeros(pools.n_uid)
     np.maximum.at(scale, pools.u, np.abs(pools.scores))
@@ -295,17 +185,24 @@ def _as_trained(adv: np.ndarray) -> np.ndarray:
 
 
 def lemma_prediction(scores, uid, traj_uid, agent, *, norm_by_std: bool = True,
-                     eps: float = 1e-6) -> dict:
-    """Per agent: what Lemma 4.2 predicts for the ratio of its squared gradient norms, GRPO
-    over Dr. MAS, on this very batch, and the lemma's factor computed from what GRPO
+                     eps: float = 1e-6, estimators: Sequence[str] | None = None,
+                     order: Sequence[int] | None = None) -> dict:
+    """Per agent: what Lemma 4.2 predicts for the ratio of its squared gradient norms, a
+    prompt-group estimator (GRPO, and each other registered estimator with a ``baseline``)
+    over Dr. MAS, on this very batch, and the lemma's factor computed from what that estimator
     normalises. Logged as ``adv_diag/<agent>/<key>`` beside upstream's `lemma_diagnostics`.
+    ``estimators``: the baseline estimators to predict for (default: every registered one);
+    ``order``: the batch order when the rows are not in it (`Pools`). Keys for ``grpo``
+    (another estimator E adds the same keys with ``_E`` appended, ``E_adv_sq`` for the first):
 
     - ``grpo_adv_sq``, ``drmas_adv_sq``: mean over the agent's rows of the squared advantage
-      `compute_advantages` gives it with global/global (GRPO) and agent/agent (Dr. MAS)
-      pools, ``norm_by_std`` and ``eps`` as the run trains: exactly what each estimator
-      trains on (float32 values, the singleton convention included). One exception: rows of
-      a pool (>= 2 values) whose std is round-off (`ROUNDOFF_RTOL`) count as 0, which they
-      are in exact arithmetic (their trained values are round-off / eps, ~1e-10).
+      `compute_advantages` gives it with the estimator's pools (GRPO: global/global) and
+      Dr. MAS's (agent/agent), ``norm_by_std`` and ``eps`` as the run trains: exactly what each
+      estimator trains on (float32 values, the singleton convention included). One exception:
+      rows of a pool (>= 2 values) whose std is round-off (`ROUNDOFF_RTOL`) count as 0, which
+      they are in exact arithmetic (their trained values are round-off / eps, ~1e-10); a row
+      whose own score differs from such a pool's mean (``grpo_2025``: a penalised row beside
+      constant first rows) keeps its trained value, (score - mu) / eps.
     - ``predicted_ratio``: sum over the agent's rows of A_grpo^2 / sum of A_drmas^2 (None
       when the denominator is 0). The policy gradient is sum_i A_i g_i over the agent's rows
       (g_i the score function of row i, the same for both estimators: same rows, ratio 1, same
@@ -313,55 +210,86 @@ def lemma_prediction(scores, uid, traj_uid, agent, *, norm_by_std: bool = True,
       A_i^2, so this is exactly the GRPO / Dr. MAS ratio of squared gradient norms. It is
       what a same-batch gradient measurement tests.
     - ``lemma_factor``: the lemma's (sigma_k^2 + (mu_k - mu)^2) / sigma^2 for every (uid,
-      agent) group, from what GRPO normalises: mu, sigma (unbiased, GRPO's) over the uid's
-      trajectory means; mu_k, sigma_k (population) over the trajectory means of the agent's
-      rows in that uid. Then it is the mean over the agent's rows of ((x_i - mu) / sigma)^2,
-      the second moment of its GRPO advantages in that group (up to eps). Averaged over
-      groups weighted by the agent's rows (a mean over rows, as the gradient sums rows; an
-      unweighted mean of ratios lets a 2-row group weigh as much as a 20-row one), over
-      informative groups only: the uid has >= 2 trajectories whose means spread by more than
-      round-off (std > `ROUNDOFF_RTOL` x the uid's largest |score|; upstream's sigma > 0 lets
-      means that differ by an ulp through, giving factors of 1e7). None without such groups.
-      Independent of ``norm_by_std``: the lemma is about normalised advantages. It differs
-      from ``predicted_ratio`` by Dr. MAS's side, which is not 1 per group: (n-1)/n for a
-      pool of n rows, 0 for a constant pool, the raw score for a pool of one.
+      agent) group, from what the estimator normalises: mu, sigma (unbiased) over the uid's
+      pool (GRPO: trajectory means; ``grpo_2025``: the trajectories' first rows' scores);
+      mu_k, sigma_k (population) over the scores the agent's rows train on in that uid (GRPO:
+      their trajectory means; ``grpo_2025``: their own). Then it is the mean over the agent's
+      rows of ((x_i - mu) / sigma)^2, the second moment of its advantages in that group (up
+      to eps). Averaged over groups weighted by the agent's rows (a mean over rows, as the
+      gradient sums rows; an unweighted mean of ratios lets a 2-row group weigh as much as a
+      20-row one), over informative groups only: the uid's pool has >= 2 values that spread
+      by more than round-off (std > `ROUNDOFF_RTOL` x the uid's largest |score|; upstream's
+      sigma > 0 lets means that differ by an ulp through, giving factors of 1e7). None
+      without such groups. Independent of ``norm_by_std``: the lemma is about normalised
+      advantages. It differs from ``predicted_ratio`` by Dr. MAS's side, which is not 1 per
+      group: (n-1)/n for a pool of n rows, 0 for a constant pool, the raw score for a pool of
+      one; and for ``grpo_2025`` by the groups it leaves out, those whose pool is constant,
+      where a penalised row's advantage is -penalty / eps.
     - ``lemma_rows``: the agent's rows in informative groups; ``lemma_groups``: their number
       of (uid, agent) groups (not ``num_groups``, which is upstream's count, filtered
       differently, in the same ``adv_diag`` dict).
     """
-    pools = _Pools(scores, uid, traj_uid, agent)
+    pools = Pools(scores, uid, traj_uid, agent, order)
     if len(pools.scores) == 0:
         return {}
-    u = pools.u
-    (g_cnt, g_mu, g_sd), traj_rows = pools.uid_stats()
+    if estimators is None:
+        estimators = [n for n, e in ESTIMATORS.entries().items() if e.baseline]
     (k_cnt, k_mu, k_sd), ka, ka_uid, ka_agent = pools.agent_stats()
-    codes, names = pools._agent_codes
+    codes, names = pools.agent_codes
+    n_agents = len(names)
     tol = _uid_tolerance(pools)
-    grpo_pool = (traj_rows, u, *_convention(g_cnt, g_mu, g_sd))
-    drmas_pool = (pools.scores, ka, *_convention(k_cnt, k_mu, k_sd))
-    a_grpo = _as_trained(_normalised(grpo_pool, grpo_pool, norm_by_std, eps))
-    a_drmas = _as_trained(_normalised(drmas_pool, drmas_pool, norm_by_std, eps))
-    a_grpo[((g_cnt >= 2) & (g_sd <= tol))[u]] = 0.0
+    drmas_pool = (pools.scores, ka, *convention(k_cnt, k_mu, k_sd))
+    a_drmas = _as_trained(normalised(drmas_pool, drmas_pool, norm_by_std, eps))
     a_drmas[((k_cnt >= 2) & (k_sd <= tol[ka_uid]))[ka]] = 0.0
+    rows = np.bincount(codes, minlength=n_agents)
+    sq_drmas = np.bincount(codes, a_drmas * a_drmas, n_agents)
+    out = {str(name): {"drmas_adv_sq": float(sq_drmas[c] / rows[c])}
+           for c, name in enumerate(names)}
+    for name in estimators:
+        est = ESTIMATORS.get(name)
+        if est.baseline is None:
+            raise ValueError(f"estimator {name!r} has no prompt-group baseline to predict for")
+        x, stats = _baseline_view(pools, est.baseline)
+        sq, lemma_sum, lemma_rows, groups = _baseline_prediction(
+            pools, x, stats, tol, (ka_uid, ka_agent), norm_by_std, eps)
+        sfx = "" if name == "grpo" else f"_{name}"
+        for c, agent_name in enumerate(names):
+            out[str(agent_name)].update({
+                f"{name}_adv_sq": float(sq[c] / rows[c]),
+                f"predicted_ratio{sfx}": float(sq[c] / sq_drmas[c]) if sq_drmas[c] > 0 else None,
+                f"lemma_factor{sfx}": float(lemma_sum[c] / lemma_rows[c]) if lemma_rows[c] else None,
+                f"lemma_rows{sfx}": int(lemma_rows[c]), f"lemma_groups{sfx}": int(groups[c])})
+    return out
+
+
+def _baseline_view(pools: Pools, baseline: str):
+    """(the score each row trains on, the uid pool's (count, mu, sd)) of a baseline pool."""
+    if baseline == "global":
+        stats, traj_rows = pools.uid_stats()
+        return traj_rows, stats
+    return pools.scores, pools.first_row_stats()
+
+
+def _baseline_prediction(pools, x, stats, tol, agent_keys, norm_by_std, eps):
+    """Per agent code: the sum of squared trained advantages, the lemma's sum and rows over
+    informative groups, and the number of informative (uid, agent) groups."""
+    u, codes = pools.u, pools.agent_codes[0]
+    ka_uid, ka_agent = agent_keys
+    n_agents = len(pools.agent_codes[1])
+    g_cnt, g_mu, g_sd = stats
+    pool = (x, u, *convention(g_cnt, g_mu, g_sd))
+    adv = _as_trained(normalised(pool, pool, norm_by_std, eps))
+    constant = ((g_cnt >= 2) & (g_sd <= tol))[u]
+    # a pool value of a constant pool lies within sd * sqrt(n - 1) of its mean: round-off
+    # over eps, zeroed; a row's own score farther away (grpo_2025) keeps its trained value
+    adv[constant & (np.abs(x - g_mu[u]) <= tol[u] * np.sqrt(g_cnt[u]))] = 0.0
     informative = (g_cnt >= 2) & (g_sd > tol)
     row_in = informative[u]
-    z = (traj_rows - g_mu[u]) / np.where(informative, g_sd, 1.0)[u]
-    n_agents = len(names)
-    rows = np.bincount(codes, minlength=n_agents)
-    sq_grpo = np.bincount(codes, a_grpo * a_grpo, n_agents)
-    sq_drmas = np.bincount(codes, a_drmas * a_drmas, n_agents)
-    lemma_rows = np.bincount(codes, row_in, n_agents)
-    lemma_sum = np.bincount(codes, np.where(row_in, z * z, 0.0), n_agents)
-    groups = np.bincount(ka_agent, informative[ka_uid], n_agents)
-    out = {}
-    for c, name in enumerate(names):
-        out[str(name)] = {
-            "grpo_adv_sq": float(sq_grpo[c] / rows[c]),
-            "drmas_adv_sq": float(sq_drmas[c] / rows[c]),
-            "predicted_ratio": float(sq_grpo[c] / sq_drmas[c]) if sq_drmas[c] > 0 else None,
-            "lemma_factor": float(lemma_sum[c] / lemma_rows[c]) if lemma_rows[c] else None,
-            "lemma_rows": int(lemma_rows[c]), "lemma_groups": int(groups[c])}
-    return out
+    z = (x - g_mu[u]) / np.where(informative, g_sd, 1.0)[u]
+    return (np.bincount(codes, adv * adv, n_agents),
+            np.bincount(codes, np.where(row_in, z * z, 0.0), n_agents),
+            np.bincount(codes, row_in, n_agents),
+            np.bincount(ka_agent, informative[ka_uid], n_agents))
 
 
 #: thresholds of `pool_std_fractions`, under the key names it logs
@@ -380,12 +308,12 @@ def pool_std_fractions(scores, uid, agent) -> dict:
     and breaks them down by agent only in runs that train with agent pools; here they are
     the agent pools' whatever the run trains with, as `lemma_diagnostics`.
     """
-    pools = _Pools(scores, uid, uid, agent)        # trajectory ids are not needed here
+    pools = Pools(scores, uid, uid, agent)        # trajectory ids are not needed here
     if len(pools.scores) == 0:
         return {}
     (k_cnt, _, k_sd), _, _, ka_agent = pools.agent_stats()
-    sd = _convention(k_cnt, np.zeros(len(k_cnt)), k_sd)[1]
-    names = pools._agent_codes[1]
+    sd = convention(k_cnt, np.zeros(len(k_cnt)), k_sd)[1]
+    names = pools.agent_codes[1]
     n_pools = np.bincount(ka_agent, minlength=len(names))
     out = {}
     for key, threshold in STD_THRESHOLDS.items():

@@ -1,4 +1,4 @@
-"""The paired same-batch gradient measurement (issue #24): how large the policy gradient of the
+"""The paired same-batch gradient measurement: how large the policy gradient of the
 same rows, under the same weights, is with one advantage vector or another.
 
 The PPO-clip surrogate's gradient at ratio 1 (before any optimiser step of the batch, the new

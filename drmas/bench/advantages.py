@@ -26,7 +26,8 @@ AGENT_NAMES = ("verifier", "searcher", "answerer")
 def upstream_loop_advantages(scores, uid, traj_uid, agent, mean_by, std_by, norm_by_std, eps):
     """Advantages computed the upstream way: one Python iteration per row.
 
-    Same semantics as ``compute_advantages``. Scalars are float64 (upstream holds float32),
+    Same semantics as ``compute_advantages`` with pools ``mean_by``/``std_by`` ("global",
+    "agent", "first_row"), rows in batch order. Scalars are float64 (upstream holds float32),
     so that zero-variance groups agree with the vectorised version instead of showing
     float32 rounding noise divided by eps; the speed does not depend on the dtype.
     """
@@ -37,13 +38,16 @@ def upstream_loop_advantages(scores, uid, traj_uid, agent, mean_by, std_by, norm
         traj2scores[(uid[i], traj_uid[i])].append(scores[i])
     traj2mean = {key: torch.mean(torch.tensor(vals, dtype=torch.float64)) for key, vals in traj2scores.items()}
 
-    pools = {"global": defaultdict(list), "agent": defaultdict(list)}
+    pools = {"global": defaultdict(list), "agent": defaultdict(list),
+             "first_row": defaultdict(list)}
+    per_traj = {"global", "first_row"} & {mean_by, std_by}
     seen = set()
     for i in range(bsz):
         key = (uid[i], traj_uid[i])
-        if "global" in (mean_by, std_by) and key not in seen:
+        if per_traj and key not in seen:          # a trajectory's first row in batch order
             seen.add(key)
             pools["global"][uid[i]].append(traj2mean[key])
+            pools["first_row"][uid[i]].append(scores[i])
         if "agent" in (mean_by, std_by):
             pools["agent"][(uid[i], agent[i])].append(scores[i])
 
@@ -60,7 +64,7 @@ def upstream_loop_advantages(scores, uid, traj_uid, agent, mean_by, std_by, norm
 
     out = torch.zeros(bsz, dtype=torch.float64)
     for i in range(bsz):
-        pool_id = {"global": uid[i], "agent": (uid[i], agent[i])}
+        pool_id = {"global": uid[i], "first_row": uid[i], "agent": (uid[i], agent[i])}
         score = traj2mean[(uid[i], traj_uid[i])] if mean_by == "global" else scores[i]
         adv = score - id2mean[mean_by, pool_id[mean_by]]
         if norm_by_std:

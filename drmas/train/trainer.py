@@ -86,6 +86,31 @@ def episode_rows(episodes, team_rewards, penalty: float, agent_group: dict) -> l
     return rows
 
 
+def upstream_batch_order(rows: list[dict], groups: list[str]) -> np.ndarray:
+    """The row indices in the order upstream's batch holds them when it computes advantages
+    (one GPU per worker group): its rollout gathers each trajectory's calls in turn order,
+    trajectory after trajectory (as `episode_rows`), then splits the batch by worker group
+    and concatenates the groups in the order of their first agent (`combine_batches`). Only
+    estimators that read a trajectory's first row (``grpo_2025``) depend on it; with one
+    shared group it is the rows' own order. Upstream's `balance_batch` with several GPUs
+    reorders a group's rows by length, and `adjust_batch` appends duplicate rows; neither is
+    reproduced (ARCHITECTURE.md, upstream table)."""
+    rank = {g: i for i, g in enumerate(groups)}
+    return np.argsort(np.fromiter((rank[r["group"]] for r in rows), np.int64, len(rows)),
+                      kind="stable")
+
+
+def paired_estimators(cfg: Config) -> list[str]:
+    """The prompt-group estimators besides GRPO the profile's methods use (``grpo_2025``):
+    the paired measurement adds their advantage sets, each one pass more per measured step."""
+    names = []
+    for method in cfg.methods:
+        est = ESTIMATORS.get(cfg.method(method).estimator)
+        if est.baseline and est.name != "grpo" and est.name not in names:
+            names.append(est.name)
+    return names
+
+
 def _stats(values) -> dict:
     v = np.asarray(values, dtype=np.float64)
     if v.size == 0:
@@ -143,8 +168,7 @@ class Trainer:
         """`engine_overrides`: {"engine", "dtype"} for every group, over the models' own."""
         self.cfg, self.suite, self.method, self.seed = cfg, suite, method, seed
         self.assignment = assignment
-        estimator = ESTIMATORS.get(cfg.method(method).estimator)
-        self.mean_by, self.std_by = estimator.mean_by, estimator.std_by
+        self.estimator = ESTIMATORS.get(cfg.method(method).estimator)
         self.out = Path(out_dir)
         self.ckpt_root = Path(checkpoints) if checkpoints else self.out / "checkpoints"
         self.plan = plan_groups(cfg, assignment, suite.agents)
@@ -222,9 +246,10 @@ class Trainer:
         if shaping["kl_ctrl"] is not None:
             lap("reference")
         cols = {k: [r[k] for r in rows] for k in ("uid", "traj_uid", "agent", "score")}
+        cols["order"] = upstream_batch_order(rows, list(self.plan))
         adv = compute_advantages(np.asarray(cols["score"]), cols["uid"], cols["traj_uid"],
-                                 cols["agent"], mean_by=self.mean_by, std_by=self.std_by,
-                                 norm_by_std=self.train.norm_by_std)
+                                 cols["agent"], estimator=self.estimator,
+                                 norm_by_std=self.train.norm_by_std, order=cols["order"])
         for row, a in zip(rows, adv.tolist()):
             row["advantage"] = a
         shaping["loss_balance"] = self.shaping.add_loss_weights(rows)
@@ -253,17 +278,21 @@ class Trainer:
         """The paired same-batch measurement (`train.paired_every`; drmas/algos/paired.py):
         per agent, the squared norm of the policy-gradient term at ratio 1 on this batch's
         rows and the weights before the update, with GRPO's advantages (global mean and
-        std), Dr. MAS's (the agent's own) and the offset-only ones (mu_k - mu) / sigma, each
+        std), Dr. MAS's (the agent's own), the offset-only ones (mu_k - mu) / sigma, and those
+        of every other prompt-group estimator the profile runs (`paired_estimators`), each
         row weighted by its `loss_weight` when there is one. {agent: {"grad_sq_grpo",
-        "grad_sq_drmas", "grad_sq_offset", "rows"}} for the agents with rows."""
+        "grad_sq_drmas", "grad_sq_offset", ["grad_sq_<estimator>", ...] "rows"}} for the
+        agents with rows."""
         scores = np.asarray(cols["score"])
         ids = (cols["uid"], cols["traj_uid"], cols["agent"])
         norm = self.train.norm_by_std
-        sets = {"grad_sq_grpo": compute_advantages(scores, *ids, mean_by="global",
-                                                   std_by="global", norm_by_std=norm),
-                "grad_sq_drmas": compute_advantages(scores, *ids, mean_by="agent",
-                                                    std_by="agent", norm_by_std=norm),
-                "grad_sq_offset": offset_advantages(scores, *ids, norm_by_std=norm)}
+        sets = {f"grad_sq_{name}": compute_advantages(scores, *ids, estimator=name,
+                                                      norm_by_std=norm, order=cols["order"])
+                for name in ("grpo", "drmas")}
+        sets["grad_sq_offset"] = offset_advantages(scores, *ids, norm_by_std=norm)
+        for name in paired_estimators(self.cfg):
+            sets[f"grad_sq_{name}"] = compute_advantages(scores, *ids, estimator=name,
+                                                         norm_by_std=norm, order=cols["order"])
         sets = {k: v.tolist() for k, v in sets.items()}
         keys = ("agent", "prompt_ids", "response_ids")
         keys += ("loss_weight",) if rows and "loss_weight" in rows[0] else ()
@@ -309,7 +338,8 @@ class Trainer:
         batch = (np.asarray(cols["score"]), cols["uid"], cols["traj_uid"], cols["agent"])
         # upstream's Lemma 4.2 names, then the same-batch prediction (ARCHITECTURE.md, Run folder)
         adv_diag = lemma_diagnostics(*batch)
-        for agent, pred in lemma_prediction(*batch, norm_by_std=self.train.norm_by_std).items():
+        for agent, pred in lemma_prediction(*batch, norm_by_std=self.train.norm_by_std,
+                                            order=cols["order"]).items():
             adv_diag.setdefault(agent, {}).update(pred)
         return {"step": self.step, "team_reward": _stats(team),
                 "reward_groups": reward_groups(episodes, team), "agents": agents,
@@ -449,7 +479,9 @@ class Trainer:
             metrics.unlink(missing_ok=True)
         self.ckpt_root.mkdir(parents=True, exist_ok=True)
         atomic_write_text(self.ckpt_root / "identity.json", json.dumps(self.identity, indent=1))
-        board = _board(self.out / "tensorboard", self.step, metrics)
+        board = _board(self.out / "tensorboard", self.step, metrics, self.cfg.tracking,
+                       f"{self.suite.name}/{self.assignment}/{self.method}/seed{self.seed}",
+                       self.cfg.resolved())
         bar = self.bar                       # from the start of this run's main loop
         bar.reset(total=steps)
         bar.initial = bar.n = self.step          # resumed steps do not count in the rate
@@ -504,13 +536,14 @@ def _listing(skipped: list[tuple[Path, str]]) -> str:
     return ", ".join(f"{p.name} ({why})" for p, why in skipped)
 
 
-def _board(path: Path, step: int, metrics: Path):
-    """TensorBoard writer beside metrics.jsonl. After a resume the event files are rebuilt
-    from the restored metrics (the run folder may have been removed since)."""
-    from torch.utils.tensorboard import SummaryWriter
+def _board(path: Path, step: int, metrics: Path, tracking=("tensorboard",), name: str = "",
+           config: dict | None = None):
+    """The trackers of the profile's `tracking:` (TensorBoard's writer in `path`, W&B, MLflow:
+    drmas/train/tracking.py) beside metrics.jsonl. After a resume they are rebuilt from the
+    restored metrics (the run folder may have been removed since)."""
+    from drmas.train.tracking import Trackers
 
-    shutil.rmtree(path, ignore_errors=True)
-    board = SummaryWriter(str(path))
+    board = Trackers(tracking, path.parent, name, config)
     if step and metrics.exists():
         for line in metrics.read_text().splitlines():
             _scalars(board, json.loads(line))

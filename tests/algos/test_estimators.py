@@ -11,7 +11,8 @@ from drmas.report.style import METHOD_LABEL
 
 PAPER = {"grpo": ("global", "global", "GRPO"), "drmas": ("agent", "agent", "Dr. MAS"),
          "mean_agent_std_global": ("agent", "global", "Abl. agent mean / global std"),
-         "mean_global_std_agent": ("global", "agent", "Abl. global mean / agent std")}
+         "mean_global_std_agent": ("global", "agent", "Abl. global mean / agent std"),
+         "grpo_2025": ("first_row", "first_row", "GRPO (upstream 2025)")}
 
 
 def test_the_paper_estimators_are_registered_with_their_pools_and_labels():
@@ -47,5 +48,22 @@ def test_unknown_estimator_and_bad_pools_are_refused():
 def test_registering_twice_under_one_name_is_an_error():
     with pytest.raises(ValueError, match="registered twice"):
         register_estimator("grpo", mean_by="agent", std_by="agent", label="not GRPO")
-    assert ESTIMATORS.get("grpo") == Estimator("grpo", "global", "global", "GRPO",
-                                               ESTIMATORS.get("grpo").help)
+    got = ESTIMATORS.get("grpo")
+    assert isinstance(got, Estimator)
+    assert (got.mean_by, got.std_by, got.label, got.baseline) == ("global", "global", "GRPO", "global")
+
+
+def test_an_estimator_is_a_function_of_the_rows():
+    """Any function of the pools is an estimator: compute_advantages takes it directly."""
+    import numpy as np
+
+    from drmas.algos.advantages import compute_advantages
+
+    def centred(pools, *, norm_by_std, eps):
+        return pools.scores - pools.scores.mean()
+
+    est = Estimator("centred", centred, "Centred")
+    got = compute_advantages([1.0, 0.0, 0.5], ["q"] * 3, [0, 1, 2], ["a"] * 3, estimator=est)
+    np.testing.assert_array_equal(got.numpy(), np.float32([0.5, -0.5, 0.0]))
+    with pytest.raises(ValueError, match="not both"):
+        compute_advantages([1.0], [0], [0], [0], estimator="grpo", mean_by="agent")

@@ -1,4 +1,7 @@
-"""`lemma_prediction` and `pool_std_fractions` against hand computations and plain loops."""
+"""`lemma_prediction` and `pool_std_fractions` against hand computations and plain loops.
+
+Here `lemma_prediction` predicts for today's GRPO only (its keys without a suffix);
+tests/algos/test_grpo_2025.py covers `grpo_2025`'s."""
 
 import random
 import statistics
@@ -10,11 +13,15 @@ from drmas.algos.advantages import (
     ROUNDOFF_RTOL,
     compute_advantages,
     lemma_diagnostics,
-    lemma_prediction,
     pool_std_fractions,
 )
+from drmas.algos.advantages import lemma_prediction as _lemma_prediction
 
 EPS = 1e-6
+
+
+def lemma_prediction(*args, **kwargs):
+    return _lemma_prediction(*args, estimators=["grpo"], **kwargs)
 
 
 # --- plain-loop references ---------------------------------------------------------------
