@@ -1,4 +1,4 @@
-"""Ray across nodes (issue #28): a real two-node Ray cluster on this machine, a training run
+"""Ray across nodes: a real two-node Ray cluster on this machine, a training run
 whose worker groups span both nodes, and a worker node killed in the middle of a run.
 
 The cluster is Ray's own `ray.cluster_utils.Cluster`: each node is the `Node` that
