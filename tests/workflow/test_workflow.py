@@ -140,13 +140,14 @@ def test_benchmark_yaml_syntax_error_names_the_file(workflow):
 
 def test_paper_profile_lists_the_papers_runs_with_their_gpus(workflow):
     """The paper's matrix: math (Qwen3-4B/8B) and search (Qwen2.5-3B/7B) shared / not shared,
-    plus the heterogeneous search assignment, each with GRPO and Dr. MAS: 18 runs; every
-    training job asks for the pool's GPUs, every evaluation for one."""
+    plus the heterogeneous search assignment, each with Dr. MAS and both upstream GRPOs: 27
+    runs (the paper's 18 and their `grpo_2025` twins); every training job asks for the pool's
+    GPUs, every evaluation for one."""
     proc = snakemake(workflow, "-n", "--configfile", "config/paper.yaml")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     counts = job_counts(out)
-    assert counts["train"] == 18 and counts["evaluate_run"] == 18
+    assert counts["train"] == 27 and counts["evaluate_run"] == 27
     assert counts["evaluate_base"] == 4 + 5                 # one per assignment and suite
     blocks = out.split("\nrule ")[1:]
     gpus = {}
@@ -161,6 +162,7 @@ def test_paper_profile_lists_the_papers_runs_with_their_gpus(workflow):
         "shared_3b", "nonshared_3b", "shared_7b", "nonshared_7b", "hetero"}
     assert {r.split("/")[1] for r in runs if r.startswith("math/")} == {
         "shared_4b", "nonshared_4b", "shared_8b", "nonshared_8b"}
+    assert {r.split("/")[2] for r in runs} == {"grpo", "grpo_2025", "drmas"}
 
 
 def test_smol_profile_converts_then_warm_starts_the_model_before_its_jobs(workflow):
