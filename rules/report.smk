@@ -24,6 +24,8 @@ rule table:
         efficiency=report(f"{RES}/tables/{{suite}}_efficiency.csv", caption=f"{CAPTIONS}/efficiency.rst",
                           category="Tables", subcategory="{suite}", labels={"suite": "{suite}", "table": "efficiency"}),
         efficiency_md=f"{RES}/tables/{{suite}}_efficiency.md",
+        stats=f"{RES}/tables/{{suite}}_stats.csv",      # IQM, probability of improvement
+        stats_md=f"{RES}/tables/{{suite}}_stats.md",
     log:
         f"{RES}/logs/report/{{suite}}_table.log",
     resources:

@@ -32,6 +32,64 @@ def int_at_least(low: int, high: int | None = None):
 positive = int_at_least(1)
 
 
+def number_between(low: float, high: float):
+    """An argument type: a finite number with `low` <= value <= `high` (seconds, a rate)."""
+    import math
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not math.isfinite(value) or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low:g} and {high:g}, got {text}")
+        return value
+    parse.__name__ = "number"
+    return parse
+
+
+def output_folder(text: str) -> str:
+    """An argument type: a folder to write into; not empty (`--out ""` would be the current
+    folder) and not only spaces."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path (give the folder to write)")
+    return text
+
+
+def output_prefix(text: str) -> str:
+    """An argument type: the path of outputs named `<path><ending>` (`x/math` -> `x/math.md`,
+    `x/math_stability.csv`): not empty, not a folder (`sub/`, `.`, `..`)."""
+    import os
+
+    output_folder(text)
+    if text.endswith(("/", os.sep)) or os.path.basename(text) in (".", ".."):
+        raise argparse.ArgumentTypeError(f"{text!r} names a folder; give a path without "
+                                         "extension inside it (e.g. tables/math)")
+    return text
+
+
+def config_key(section: str, key: str):
+    """An argument type for a flag that overrides the profile key `<section>.<key>` (e.g.
+    `--spike-k` for `report.spike_k`): the value is read and checked against that key's own
+    schema (its type and bounds, from drmas/config/profile.py), so a flag can hold no value
+    the key could not."""
+    def parse(text: str):
+        from drmas.config.profile import config_schema
+        from drmas.config.schema import coerce, validate
+        from drmas.errors import ConfigError
+
+        schema = config_schema()["properties"][section]["properties"][key]
+        schema = {k: v for k, v in schema.items() if k not in ("default", "description")}
+        value = coerce(text, schema)
+        try:
+            validate(value, schema, what=f"{section}.{key}")
+        except ConfigError as exc:
+            raise argparse.ArgumentTypeError(str(exc).replace(": (top level)", "", 1)) from None
+        return value
+    parse.__name__ = f"{section}.{key}"
+    return parse
+
+
 def add_command(sub, name, fn, help_, suite=True, search=False) -> argparse.ArgumentParser:
     """Add subcommand `name` running `fn(args)` (none: its own subcommands set it).
 

@@ -9,7 +9,8 @@ failure leaves no partial output under its final name. An unexpected error print
 too, its traceback kept in a log file (`errors.log_unexpected`), and exits 1.
 
 This module is the entry point; each family of subcommands lives in its own module:
-workflow (prepare, tokenizer, warmstart, train, evaluate), report (table, plot), perf,
+workflow (prepare, tokenizer, warmstart, train, evaluate), report (table, plot), card
+(card, verify), perf,
 models (convert-gguf), check, config, watch, retrieval (index, serve).
 """
 
@@ -18,12 +19,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from drmas.cli import check, config, models, perf, report, retrieval, watch, workflow
+from drmas.cli import card, check, config, models, perf, report, retrieval, watch, workflow
 from drmas.cli.arguments import OneLineParser
 from drmas.cli.job import pin_cpu_kernels
 from drmas.errors import DrmasError, environment_line, log_unexpected
 
-FAMILIES = (workflow, report, perf, models, check, config, watch, retrieval)  # `--help` order
+FAMILIES = (workflow, report, card, perf, models, check, config, watch, retrieval)  # `--help` order
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,7 +39,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         pin_cpu_kernels(args)           # before any torch kernel runs
-        args.fn(args)
+        code = args.fn(args)        # None, or an exit status (`drmas verify`: 3)
     except DrmasError as exc:
         print(f"drmas {args.command}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
@@ -53,7 +54,7 @@ def main(argv=None) -> int:
         return 2
     except Exception as exc:        # a bug, not a user error: one line here, the rest in a log
         return _unexpected(args, exc)
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 def _unexpected(args, exc: Exception) -> int:

@@ -3,7 +3,7 @@ ablation, stability and efficiency tables from run folders) and `plot` (figures 
 
 from __future__ import annotations
 
-from drmas.cli.arguments import add_command
+from drmas.cli.arguments import add_command, config_key, output_folder, output_prefix
 from drmas.cli.job import load_config, load_suite
 
 SPIKE_K_HELP = ("a grad-norm spike exceeds this many times the running median "
@@ -11,26 +11,34 @@ SPIKE_K_HELP = ("a grad-norm spike exceeds this many times the running median "
 
 
 def cmd_table(args) -> None:
-    from drmas.cli.inputs import check_run, check_scores
+    from drmas.cli.inputs import check_run, check_run_set, check_score_set, check_scores
     from drmas.report.tables import write_table
 
     cfg, suite = load_config(args), load_suite(args)
-    for path in args.scores:
-        check_scores(path)
+    check_score_set(args.scores, [check_scores(path) for path in args.scores], suite.name)
     for run in args.runs or []:
         check_run(run)
+    check_run_set(args.runs or [], suite.name)
     write_table(cfg, suite, args.scores, args.out, run_dirs=args.runs,
-                spike_k=args.spike_k or cfg.report.spike_k, n_boot=args.n_boot or cfg.report.n_boot)
+                spike_k=_given(args.spike_k, cfg.report.spike_k),
+                n_boot=_given(args.n_boot, cfg.report.n_boot))
 
 
 def cmd_plot(args) -> None:
-    from drmas.cli.inputs import check_run
+    from drmas.cli.inputs import check_run, check_run_set
     from drmas.report.figures import write_figures
 
     cfg, suite = load_config(args), load_suite(args)
     for run in args.runs:
         check_run(run)
-    write_figures(cfg, suite, args.runs, args.out, spike_k=args.spike_k or cfg.report.spike_k)
+    check_run_set(args.runs, suite.name)
+    write_figures(cfg, suite, args.runs, args.out, spike_k=_given(args.spike_k, cfg.report.spike_k))
+
+
+def _given(flag, config_value):
+    """The flag's value when it was given (checked against its key's bounds by
+    `config_key`), else the config's: never `or`, which would let a 0 fall through."""
+    return config_value if flag is None else flag
 
 
 def add_commands(sub) -> None:
@@ -38,16 +46,16 @@ def add_commands(sub) -> None:
     sp = add_command(sub, "table", cmd_table, "paper-style table from scores.json files")
     sp.add_argument("--scores", nargs="+", required=True,
                     help="scores.json files written by `drmas evaluate` (any order)")
-    sp.add_argument("--out", required=True, help="output path without extension")
+    sp.add_argument("--out", required=True, type=output_prefix, help="output path without extension")
     sp.add_argument("--runs", nargs="+", default=None,
                     help="run folders: adds the ablation, stability and efficiency tables (<out>_ablations.csv, <out>_stability.csv, <out>_efficiency.csv)")
-    sp.add_argument("--spike-k", type=float, default=None, help=SPIKE_K_HELP)
-    sp.add_argument("--n-boot", type=int, default=None,
+    sp.add_argument("--spike-k", type=config_key("report", "spike_k"), default=None, help=SPIKE_K_HELP)
+    sp.add_argument("--n-boot", type=config_key("report", "n_boot"), default=None,
                     help="bootstrap replicates of the confidence intervals (default: the "
                          "config's report.n_boot)")
 
     sp = add_command(sub, "plot", cmd_plot,
                      "grad-norm, reward, theory-check and diagnostics figures from runs")
     sp.add_argument("--runs", nargs="+", required=True, help="run folders")
-    sp.add_argument("--out", required=True, help="figures folder")
-    sp.add_argument("--spike-k", type=float, default=None, help=SPIKE_K_HELP)
+    sp.add_argument("--out", required=True, type=output_folder, help="figures folder")
+    sp.add_argument("--spike-k", type=config_key("report", "spike_k"), default=None, help=SPIKE_K_HELP)

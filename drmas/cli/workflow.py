@@ -8,7 +8,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from drmas.cli.arguments import add_command
+from drmas.cli.arguments import add_command, output_folder
 from drmas.cli.job import demonstrations, load_config, load_suite, retriever, setup_torch
 from drmas.errors import ConfigError, DataError
 
@@ -17,8 +17,10 @@ ASSIGNMENT_HELP = "agent -> model assignment, a name from the config's assignmen
 
 
 def cmd_prepare(args) -> None:
-    from drmas.data.io import validate_prepared, write_jsonl
-    from drmas.data.prepare import prepare_corpus, prepare_rows
+    from contextlib import ExitStack
+
+    from drmas.data.io import atomic_path, dump_jsonl, validate_prepared
+    from drmas.data.prepare import check_no_overlap, prepare_corpus, prepare_rows
 
     cfg, suite = load_config(args), load_suite(args)
     key = cfg.dataset_key(suite.name)
@@ -30,6 +32,13 @@ def cmd_prepare(args) -> None:
         raise ConfigError(f"benchmark {suite.name!r}: datasets entry {key!r} names no corpus to "
                           "search; add `corpus: {source: NAME}` (a hub corpus such as wiki18, or "
                           "any JSONL with `path: FILE`)")
+    # heldout: only where a generator holds some out
+    splits = {split: [r for r in rows if r["split"] == split] for split in ("train", "test", "heldout")}
+    if not splits["heldout"]:
+        del splits["heldout"]
+    for split, part in splits.items():        # every split checked before anything is written
+        validate_prepared(part, out / f"{split}.jsonl")
+    check_no_overlap(splits, out)
     written = [0]
 
     def counted(items):
@@ -37,18 +46,20 @@ def cmd_prepare(args) -> None:
             written[0] += 1
             yield item
 
-    # streamed: a hub corpus (wiki-18: 21M passages) is never held whole
-    write_jsonl(out / "corpus.jsonl", counted(docs or []))  # empty when the suite searches nothing
-    if suite.retrieval and not written[0]:
-        raise DataError(f"benchmark {suite.name!r}: the corpus of datasets entry {key!r} has no "
-                        f"passages ({out / 'corpus.jsonl'})")
+    # All or nothing: every file is written under a temporary name and renamed into place
+    # only when all of them were written (an error leaves the older set as it was).
+    names = ["corpus.jsonl", *(f"{split}.jsonl" for split in splits)]
+    with ExitStack() as stack:
+        tmp = {name: stack.enter_context(atomic_path(out / name)) for name in names}
+        # streamed: a hub corpus (wiki-18: 21M passages) is never held whole
+        dump_jsonl(tmp["corpus.jsonl"], counted(docs or []))  # empty when nothing is searched
+        if suite.retrieval and not written[0]:
+            raise DataError(f"benchmark {suite.name!r}: the corpus of datasets entry {key!r} has "
+                            f"no passages ({out / 'corpus.jsonl'})")
+        for split, part in splits.items():
+            dump_jsonl(tmp[f"{split}.jsonl"], part)
     print(f"corpus: {written[0]} documents -> {out / 'corpus.jsonl'}")
-    for split in ("train", "test", "heldout"):   # heldout: only where a generator holds some out
-        part = [r for r in rows if r["split"] == split]
-        if split == "heldout" and not part:
-            continue
-        validate_prepared(part, out / f"{split}.jsonl")
-        write_jsonl(out / f"{split}.jsonl", part)
+    for split, part in splits.items():
         print(f"{split}: {len(part)} rows -> {out / f'{split}.jsonl'}")
 
 
@@ -153,7 +164,8 @@ def cmd_evaluate(args) -> None:
     if args.same_as and (args.split != "test" or args.max_problems is not None):
         raise ConfigError("--same-as copies the workflow's test evaluation; it cannot go with "
                           "--split or --max-problems")
-    meta = {"suite": suite.name, "assignment": args.assignment, "seed": args.seed,
+    meta = {"suite": suite.name, "split": args.split, "assignment": args.assignment,
+            "seed": args.seed,
             "method": checks.check_trained_run(args.run) if args.run else "base"}
     if meta["method"] != "base":            # the run's own settings (e.g. response budgets)
         cfg = cfg.for_method(meta["method"])
@@ -166,8 +178,6 @@ def cmd_evaluate(args) -> None:
             raise DataError(f"{path}: no held-out split; `drmas prepare` writes one for a "
                             "generated suite with questions in neither train nor test (the "
                             "knowledge generator's); rerun it if this folder is older")
-        if args.split != "test":
-            meta["split"] = args.split
         rows = read_prepared(path)
         if args.max_problems is not None:
             cfg = dataclasses.replace(cfg, eval=dataclasses.replace(
@@ -182,7 +192,7 @@ def cmd_evaluate(args) -> None:
 
 def _add_data_commands(sub) -> None:
     sp = add_command(sub, "prepare", cmd_prepare, "write the suite's train/test JSONL")
-    sp.add_argument("--out", required=True, help="output folder")
+    sp.add_argument("--out", required=True, type=output_folder, help="output folder")
     sp.add_argument("--seed", type=int, default=0, help="generator seed")
 
     sp = add_command(sub, "tokenizer", cmd_tokenizer, search=True,

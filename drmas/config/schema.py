@@ -21,6 +21,19 @@ from typing import Any, Literal
 from drmas.errors import ConfigError
 
 
+#: A name that becomes part of a path (results/, data/, runs/, evals/ folders: a profile, a
+#: suite, an assignment, a method, a model, an agent): letters, digits, `_`, `-` and `.`, not
+#: starting with a dot (no `..`, no hidden folder). Every such key of a profile or a benchmark
+#: file is checked against this one pattern (`NAME`, `NAMES`, `NAMED`).
+NAME_PATTERN = "^[A-Za-z0-9_][A-Za-z0-9_.-]*$"
+NAME = {"type": "string", "pattern": NAME_PATTERN}
+#: a list of such names that each name a run or a job: no name twice (a repeated seed would
+#: run, and count, the same run twice)
+NAMES = {"items": NAME, "uniqueItems": True}
+#: a mapping whose keys are such names
+NAMED = {"propertyNames": NAME}
+
+
 def opt(default: Any = dataclasses.MISSING, help: str = "", *, factory: Any = dataclasses.MISSING,
         partial: type | None = None, per_name: bool = False, exclude: tuple[str, ...] = (),
         **schema) -> Any:
@@ -137,6 +150,13 @@ def validate(raw: dict, schema: dict, what: str = "config") -> None:
         err = errors[0]
         where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
         message = err.message
+        if err.validator == "pattern" and err.validator_value == NAME_PATTERN:
+            message = (f"{err.instance!r} is not a plain name (letters, digits, _, - and ., "
+                       "not starting with .): it becomes part of a path")
+        elif err.validator == "uniqueItems" and isinstance(err.instance, list):
+            seen: list = []
+            twice = next((v for v in err.instance if v in seen or seen.append(v)), None)
+            message = f"{twice!r} is listed twice (each entry names runs or jobs)"
         if err.validator == "type" and isinstance(err.instance, float) and not math.isfinite(err.instance):
             message = f"{err.instance} is not a finite number"
         raise ConfigError(f"{what}: {where}: {message}")

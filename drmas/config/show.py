@@ -21,9 +21,17 @@ HEADER = ("# Generated from the dataclasses in drmas/config/profile.py by `drmas
           "edit by hand.\n# Every key of a profile, its type, default and help text.\n")
 
 
+class _NoAliases(yaml.SafeDumper):
+    """Writes a sub-schema shared by several keys in full at each (no &id anchors)."""
+
+    def ignore_aliases(self, data):
+        return True
+
+
 def schema_yaml(suite: bool = False) -> str:
     schema = suite_schema() if suite else config_schema()
-    return HEADER + yaml.safe_dump(schema, sort_keys=False, allow_unicode=True, width=100)
+    return HEADER + yaml.dump(schema, Dumper=_NoAliases, sort_keys=False, allow_unicode=True,
+                              width=100)
 
 
 def resolve_with_sources(files: Iterable[str], overrides: Iterable[str] = (),

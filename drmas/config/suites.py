@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from drmas.config.layers import read_mapping
-from drmas.config.schema import coerce, dataclass_schema, opt, validate
+from drmas.config.schema import NAMES, coerce, dataclass_schema, opt, validate
 from drmas.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -23,10 +23,10 @@ class Suite:
 
     name: str = opt(help="suite name (the file's stem); tables and figures are named after it", pattern="^[A-Za-z0-9_-]+$")
     mas: str = opt(help="the multi-agent system (a folder of drmas/mas/, registered as a MAS)")
-    agents: list[str] = opt(help="the MAS's agents that take part, in its order", minItems=1)
+    agents: list[str] = opt(help="the MAS's agents that take part, in its order", minItems=1, **NAMES)
     reward: str = opt(help="team reward function (registered in drmas/rewards)")
     invalid_penalty: float = opt(help="subtracted from a row's score when its output breaks the format", minimum=0, maximum=1)
-    datasets: dict[str, dict] = opt(help="data per profile name: `kind: generated` (a seeded generator) or `kind: hub` (sources by hub id, local path or `path: package`; a searching suite's `corpus: {source: NAME, path: ...}`)",
+    datasets: dict[str, dict] = opt(help="data per profile name: `kind: generated` (a seeded generator) or `kind: hub` (see benchmarks/)",
                                     additionalProperties={"type": "object", "required": ["kind"],
                                                           "properties": {"kind": {"enum": ["generated", "hub"]}}})
     title: str = opt("", "title of the suite's tables and figures")
@@ -83,9 +83,13 @@ def suite_path(name: str, root: str | Path = "benchmarks") -> Path:
 
 
 def _agent_blocks(cfg: "Config") -> list[tuple[str, dict]]:
-    """(where, block) of every per-agent block: the profile's and each suite override's."""
-    return [("agents", cfg.agents)] + [(f"suite_overrides.{s}.agents", o.agents)
-                                       for s, o in cfg.suite_overrides.items()]
+    """(where, block) of every block keyed by agent name: the profile's per-agent train keys,
+    each suite override's, and each assignment's agent -> model map (`default` aside)."""
+    return ([("agents", cfg.agents)] + [(f"suite_overrides.{s}.agents", o.agents)
+                                        for s, o in cfg.suite_overrides.items()]
+            + [(f"assignment_defs.{name}.models", {a: m for a, m in spec.models.items()
+                                                   if a != "default"})
+               for name, spec in cfg.assignment_defs.items()])
 
 
 def check_agents_exist(cfg: "Config") -> None:

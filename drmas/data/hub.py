@@ -18,6 +18,7 @@ other PyPI packages (GSM8K, an offline Wikipedia, FanOutQA) is read with ``path:
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -217,6 +218,9 @@ def _answers(value: Any, where: str) -> list[str]:
     for item in items:
         if isinstance(item, bool) or item is None or not isinstance(item, (str, int, float)):
             raise DataError(f"{where}: answers must be text or numbers, got {item!r:.60}")
+        if isinstance(item, float) and not math.isfinite(item):
+            raise DataError(f"{where}: answers must be finite numbers or text, got {item!r} "
+                            "(a NaN or infinite gold answer would become the text 'nan')")
         if isinstance(item, float) and item.is_integer():
             item = int(item)
         text = str(item).strip()

@@ -25,6 +25,13 @@ from drmas.data.bounded_yaml import load_bounded
 from drmas.errors import FILE_SYSTEM_ERRNOS, ConfigError, DataError
 
 PREPARED_FIELDS = ("id", "data_source", "question", "answers", "split")
+#: bounds of a read: a JSON document (scores.json, a run's summary; a local dataset given as
+#: one JSON array) and one JSONL line (a sample with its turns, a corpus passage) are far
+#: smaller; a path at /dev/zero or a FIFO is refused before it is opened (`regular_file`)
+MAX_JSON_BYTES = 512 * 2**20
+#: a gold answer that is one of these (any case, any sign) came from a NaN or an infinity
+NONFINITE_TEXT = ("nan", "inf", "infinity")
+MAX_LINE_BYTES = 64 * 2**20
 
 
 def _one_line(text: str) -> str:
@@ -48,6 +55,25 @@ def reading(path, what: str = "file", error: type[Exception] = DataError):
         raise error(f"{path}: cannot read ({_one_line(detail)[:200]})") from None
 
 
+def regular_file(path, what: str = "file", error: type[Exception] = DataError) -> int:
+    """The size of `path` if it is a regular file (a symlink to one is), else one `error`
+    line: a FIFO would block the read forever and a device (/dev/zero) never ends. A missing
+    file or folder is left to `reading`, which names it as such."""
+    import stat
+
+    try:
+        info = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return 0
+    if stat.S_ISDIR(info.st_mode):
+        return 0
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a FIFO" if stat.S_ISFIFO(info.st_mode) else (
+            "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else "a socket")
+        raise error(f"{path}: is {kind}, not a regular file ({what})")
+    return info.st_size
+
+
 def read_jsonl(path, required: Sequence[str] = ()) -> list[dict]:
     """All rows of a JSONL file (blank lines skipped); each must be an object with `required`."""
     return [row for _, row in _numbered_rows(path, required)]
@@ -56,9 +82,16 @@ def read_jsonl(path, required: Sequence[str] = ()) -> list[dict]:
 def _numbered_rows(path, required: Sequence[str] = ()) -> list[tuple[int, dict]]:
     """(line number, row) for every non-blank line of a JSONL file."""
     path = Path(path)
+    regular_file(path, "JSONL")
+    rows = []
     with reading(path), path.open(encoding="utf-8") as handle:
-        return [(lineno, parse_line(line, f"{path}:{lineno}", required))
-                for lineno, line in enumerate(handle, start=1) if line.strip()]
+        for lineno, line in enumerate(iter(lambda: handle.readline(MAX_LINE_BYTES + 1), ""),
+                                      start=1):
+            if len(line) > MAX_LINE_BYTES:
+                raise DataError(f"{path}:{lineno}: a line over {MAX_LINE_BYTES >> 20} MiB")
+            if line.strip():
+                rows.append((lineno, parse_line(line, f"{path}:{lineno}", required)))
+    return rows
 
 
 def read_prepared(path) -> list[dict]:
@@ -75,7 +108,7 @@ def read_prepared(path) -> list[dict]:
 def read_json(path, required: Sequence[str] = (), what: str = "JSON file") -> dict:
     """A JSON object from `path`, with the keys `required`; DataError naming the file else."""
     path = Path(path)
-    text = _read_text(path, what)
+    text = _read_text(path, what, limit=MAX_JSON_BYTES)
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -98,9 +131,19 @@ def read_yaml(path, what: str = "YAML file") -> Any:
         raise ConfigError(f"{where}: not valid YAML ({_one_line(problem)})") from None
 
 
-def _read_text(path: Path, what: str, error=DataError) -> str:
-    with reading(path, what, error):
-        return path.read_text(encoding="utf-8")
+def _read_text(path: Path, what: str, error=DataError, limit: int | None = None) -> str:
+    """The text of a regular file (`regular_file`) of at most `limit` bytes (default: a YAML
+    document's, `bounded_yaml.MAX_BYTES`, which `load_bounded` checks again)."""
+    from drmas.data.bounded_yaml import MAX_BYTES
+
+    size = regular_file(path, what, error)
+    if limit is not None and size > limit:
+        raise error(f"{path}: over {limit >> 20} MiB; not a {what}")
+    with reading(path, what, error), path.open(encoding="utf-8") as handle:
+        text = handle.read((MAX_BYTES if limit is None else limit) + 1)
+    if limit is not None and len(text) > limit:
+        raise error(f"{path}: over {limit >> 20} MiB; not a {what}")
+    return text         # YAML: one character over MAX_BYTES at most, refused by load_bounded
 
 
 def parse_line(line: str, where: str, required: Sequence[str] = ()) -> dict:
@@ -124,9 +167,22 @@ def _object(value, where: str, required: Sequence[str], missing_text: str) -> di
 
 def write_jsonl(path, rows: Iterable[dict]) -> None:
     """Write rows atomically (`atomic_path`): `path` appears only once every row is written."""
-    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as out:
-        for row in rows:
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    with atomic_path(path) as tmp:
+        dump_jsonl(tmp, rows)
+
+
+def dump_jsonl(path, rows: Iterable[dict]) -> None:
+    """Write rows to `path` as it is (inside an `atomic_path` block: several files written
+    all or nothing). A file-system error names `path`, which that block turns into its final
+    name, whichever of several blocks it passes through."""
+    try:
+        with open(path, "w", encoding="utf-8") as out:
+            for row in rows:
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = str(path)
+        raise
 
 
 # -- atomic writes ---------------------------------------------------------------------------
@@ -284,6 +340,10 @@ def validate_prepared(rows: Sequence[dict], path, linenos: Sequence[int] | None 
                 and all(isinstance(a, str) and a.strip() for a in answers)):
             raise DataError(f"{where}: answers must be a non-empty list of non-empty strings, "
                             f"got {answers!r:.60}")
+        bad = next((a for a in answers if a.strip().lower().lstrip("+-") in NONFINITE_TEXT), None)
+        if bad is not None:
+            raise DataError(f"{where}: gold answer {bad!r} is a non-finite number (a NaN or "
+                            "infinity in the source data), not an answer")
         if row["id"] in first_line:
             raise DataError(f"{where}: duplicate id {row['id']!r} "
                             f"(first at line {first_line[row['id']]})")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from drmas.errors import ConfigError
+from drmas.errors import ConfigError, DataError
 from drmas.registry import CORPORA, GENERATORS
 
 
@@ -64,6 +64,34 @@ def prepare_corpus(spec: dict, seed: int) -> Iterable[dict] | None:
         return None
     fn = CORPORA.find(spec.get("generator"))
     return fn(spec, seed) if fn else None
+
+
+def question_key(text: str) -> str:
+    """A question's text as the overlap check compares it: Unicode NFKC, case folded,
+    whitespace collapsed (a copy with other line breaks or capitals is the same problem)."""
+    import unicodedata
+
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def check_no_overlap(splits: dict[str, list[dict]], where) -> None:
+    """No problem of one split in another (train/test contamination: a benchmark file whose
+    train and test sources are one file, or a generator that repeats itself); one DataError
+    line naming both rows and how many such rows there are. `where` is the output folder."""
+    seen: dict[str, tuple[str, str]] = {}
+    for split, rows in splits.items():
+        mine: dict[str, str] = {}
+        for row in rows:
+            mine.setdefault(question_key(row["question"]), row["id"])
+        shared = [(k, i) for k, i in mine.items() if k in seen]
+        if shared:
+            key, row_id = shared[0]
+            other_split, other_id = seen[key]
+            raise DataError(f"{where}: {len(shared)} {split} problem(s) also in {other_split} "
+                            f"(train/test contamination), e.g. {split} {row_id!r} = {other_split} "
+                            f"{other_id!r} (same question text after normalisation)")
+        for key, row_id in mine.items():
+            seen[key] = (split, row_id)
 
 
 def prepare_rows(spec: dict, seed: int) -> list[dict]:

@@ -22,12 +22,10 @@ seeds with a 95% bootstrap interval over seeds (`intervals.seed_bootstrap`).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from drmas.errors import DataError
 from drmas.report.intervals import N_BOOT, seed_bootstrap
@@ -51,12 +49,14 @@ def _peaks(memory: dict, one_process: bool = False) -> list[float]:
 
 def run_efficiency(run: str | Path) -> dict:
     """One run's numbers (see the module docstring), with its assignment, method and seed."""
+    from drmas.data.io import read_jsonl, read_yaml
+
     run = Path(run)
-    try:
-        meta = yaml.safe_load((run / "config.yaml").read_text())
-        steps = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    except FileNotFoundError as e:
-        raise DataError(f"run folder {run} lacks {Path(e.filename).name}") from None
+    for name in ("config.yaml", "metrics.jsonl"):
+        if not (run / name).exists():
+            raise DataError(f"run folder {run} lacks {name}")
+    meta = read_yaml(run / "config.yaml", what="run config (written by `drmas train`)")
+    steps = read_jsonl(run / "metrics.jsonl")            # bounded, regular files only
     if not steps:
         raise DataError(f"run folder {run}: metrics.jsonl has no steps")
     row = {"assignment": meta["assignment"], "method": meta["method"], "seed": meta["seed"]}

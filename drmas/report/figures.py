@@ -22,6 +22,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
@@ -62,8 +63,29 @@ def grad_norm_figure(df: pd.DataFrame, suite: Suite, profile: str, assignments: 
                     facet_kws={"sharey": "row"}, **BAND)
     g.set_axis_labels("RL step", "grad norm before clipping")
     g.set_titles("{row_name} | {col_name}")
+    mark_nonfinite(g, df, agents)
     g.figure.suptitle(title(suite, profile, f"per-agent gradient norm\n({BAND_TEXT})"), y=1.08)
     return g.figure
+
+
+def mark_nonfinite(g, df: pd.DataFrame, agents: list[str]) -> int:
+    """A red-edged triangle at the top of a panel at every step where an agent's grad norm,
+    reward or loss was NaN or infinite (`runs.nonfinite`): a diverged step is shown, not
+    dropped from the line. Returns the number of markers drawn."""
+    if "nonfinite" not in df:
+        return 0
+    bad = df[df.nonfinite.fillna(False).astype(bool)]
+    palette, drawn = agent_palette(agents), 0
+    for (assignment, label), ax in g.axes_dict.items():
+        here = bad[(bad.assignment == assignment)
+                   & (bad.method.map(lambda m: METHOD_LABEL.get(m, m)) == label)]
+        for agent, hits in here.groupby("agent"):
+            steps = sorted(set(hits.step))
+            ax.scatter(steps, [0.97] * len(steps), transform=ax.get_xaxis_transform(),
+                       marker="v", s=36, color=palette.get(agent, "black"), edgecolor="red",
+                       zorder=6, clip_on=False, label=None)
+            drawn += len(steps)
+    return drawn
 
 
 def reward_figure(df: pd.DataFrame, suite: Suite, profile: str, assignments: list[str]):
@@ -144,7 +166,11 @@ def write_figures(cfg: Config, suite: Suite, run_dirs: list[str], out: str,
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
     style.use_config(cfg)
-    figs, theory = render(load_runs(run_dirs), suite, cfg.profile, cfg.assignments, spike_k)
+    df = load_runs(run_dirs)
+    # an infinite norm is no point of a line: it is marked (`mark_nonfinite`) and counted
+    # (the stability table's non-finite steps) instead
+    df["grad_norm"] = df.grad_norm.where(np.isfinite(df.grad_norm))
+    figs, theory = render(df, suite, cfg.profile, cfg.assignments, spike_k)
     for name, fig in figs.items():
         with atomic_path(out_dir / f"{suite.name}_{name}.png") as tmp:
             fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")

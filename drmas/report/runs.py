@@ -12,12 +12,10 @@ measured it the paired same-batch gradient measurement (`paired`: `grad_sq_grpo`
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from drmas.errors import DataError
 
@@ -25,14 +23,39 @@ COLUMNS = ["suite", "assignment", "method", "seed", "step", "agent", "grad_norm"
            "approx_kl", "skipped_steps", "team_reward", "agent_reward", "inflation_factor_mean",
            "inflation_factor_p95", "inflation_factor_max", "mean_gap_mean", "var_ratio_mean",
            "predicted_ratio", "lemma_factor", "grpo_adv_sq", "drmas_adv_sq",
-           "grad_sq_grpo", "grad_sq_drmas", "grad_sq_offset", "paired_rows"]
+           "grad_sq_grpo", "grad_sq_drmas", "grad_sq_offset", "paired_rows", "nonfinite"]
 DIAG_COLUMNS = COLUMNS[12:COLUMNS.index("grad_sq_grpo")]      # read from adv_diag/<agent>
+#: where a NaN or infinity is a divergence of the run, counted per (step, agent) in
+#: `nonfinite` (the stability table's "non-finite steps"), never dropped: the agent's grad
+#: norm and reward, its worker group's loss, the team reward
+NONFINITE_SOURCES = ("grad_norm", "agent_reward", "group_loss", "team_reward")
 PAIRED_COLUMNS = {"grad_sq_grpo": "grad_sq_grpo", "grad_sq_drmas": "grad_sq_drmas",
                   "grad_sq_offset": "grad_sq_offset", "paired_rows": "rows"}   # from paired/<agent>
 
 
 def _num(value) -> float:
+    """A logged number as a float: NaN and infinities as they are (a writer other than
+    Python's json may spell them "NaN", "Infinity"); NaN when nothing numeric was logged."""
+    if isinstance(value, str) and value.strip().lower().lstrip("+-") in _NONFINITE_WORDS:
+        return float(value.strip().lower().replace("infinity", "inf"))
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else np.nan
+
+
+_NONFINITE_WORDS = ("nan", "inf", "infinity")
+
+
+def nonfinite(value) -> bool:
+    """Whether a logged value is there and is no finite number: NaN, an infinity, or text
+    that names no number (a diverged step, which the tables count, not drop)."""
+    if value is None:
+        return False
+    return not np.isfinite(_num(value)) if is_number(value) else True
+
+
+def is_number(value) -> bool:
+    """A logged number: an int or float (NaN and infinities included), or their names."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)) or (
+        isinstance(value, str) and value.strip().lower().lstrip("+-") in _NONFINITE_WORDS)
 
 
 def _agent_group(meta: dict) -> dict[str, str]:
@@ -47,20 +70,23 @@ def _diag(m: dict, agent: str) -> dict:
 
 
 def read_run(run: str | Path) -> list[dict]:
+    from drmas.data.io import read_jsonl, read_yaml
+
     run = Path(run)
-    try:
-        meta = yaml.safe_load((run / "config.yaml").read_text())
-        lines = (run / "metrics.jsonl").read_text().splitlines()
-    except FileNotFoundError as e:
-        raise DataError(f"run folder {run} lacks {Path(e.filename).name}") from None
+    for name in ("config.yaml", "metrics.jsonl"):
+        if not (run / name).exists():
+            raise DataError(f"run folder {run} lacks {name}")
+    meta = read_yaml(run / "config.yaml", what="run config (written by `drmas train`)")
     group_of = _agent_group(meta)
     records = []
-    for line in lines:
-        m = json.loads(line)
+    for m in read_jsonl(run / "metrics.jsonl"):       # bounded, regular files only
         for agent, a in m["agents"].items():
             g = (m.get("groups") or {}).get(group_of.get(agent), {})
             diag = _diag(m, agent)
             paired = (m.get("paired") or {}).get(agent) or {}
+            logged = {"grad_norm": a.get("grad_norm"),
+                      "agent_reward": (a.get("reward") or {}).get("mean"),
+                      "group_loss": g.get("loss"), "team_reward": m["team_reward"].get("mean")}
             records.append({
                 "suite": meta.get("suite"), "assignment": meta["assignment"],
                 "method": meta["method"], "seed": meta["seed"], "step": m["step"], "agent": agent,
@@ -71,7 +97,8 @@ def read_run(run: str | Path) -> list[dict]:
                 "team_reward": _num(m["team_reward"]["mean"]),
                 "agent_reward": _num((a.get("reward") or {}).get("mean")),
                 **{k: _num(diag.get(k)) for k in DIAG_COLUMNS},
-                **{k: _num(paired.get(key)) for k, key in PAIRED_COLUMNS.items()}})
+                **{k: _num(paired.get(key)) for k, key in PAIRED_COLUMNS.items()},
+                "nonfinite": any(nonfinite(logged[k]) for k in NONFINITE_SOURCES)})
     return records
 
 

@@ -9,7 +9,11 @@ Per run and agent, from its `metrics.jsonl` (see `runs.load_runs`):
   flags the ordinary drift of a short run's first steps;
 - max / median gradient norm over the run;
 - clip fraction and approximate KL, means over steps (the agent's own when logged);
-- skipped steps: optimiser steps of the agent's worker group skipped for a non-finite norm.
+- skipped steps: optimiser steps of the agent's worker group skipped for a non-finite norm;
+- non-finite steps: steps where the agent's grad norm or reward, its group's loss or the team
+  reward was logged as NaN or infinite (`runs.NONFINITE_SOURCES`): a diverged step is the
+  most important row of a stability table, so it is counted here, not dropped (such a norm
+  is neither judged as a spike nor part of the max / median).
 
 The table gives, per assignment x method, the mean of each number over seeds with a 95%
 bootstrap interval over seeds (`intervals.seed_bootstrap`; one seed gives the value alone).
@@ -27,7 +31,7 @@ SPIKE_K = 3.0
 MIN_HISTORY = 3
 STATS = {"spikes": "spikes / run", "max_over_median": "max / median grad norm",
          "clip_frac": "clip fraction (%)", "approx_kl": "approx KL (×1e-3)",
-         "skipped_steps": "skipped steps"}
+         "skipped_steps": "skipped steps", "nonfinite": "non-finite steps"}
 _SCALE = {"clip_frac": 100.0, "approx_kl": 1e3}
 
 
@@ -52,6 +56,7 @@ def run_stats(df: pd.DataFrame, k: float = SPIKE_K) -> pd.DataFrame:
     keys = ["assignment", "method", "seed", "agent"]
     for key, run in df.sort_values("step").groupby(keys, sort=False):
         g = run["grad_norm"].to_numpy(dtype=np.float64)
+        g = np.where(np.isfinite(g), g, np.nan)         # counted in `nonfinite` instead
         finite = g[~np.isnan(g)]
         rows.append({**dict(zip(keys, key)),
                      "spikes": int(spike_mask(g, k).sum()),
@@ -60,6 +65,8 @@ def run_stats(df: pd.DataFrame, k: float = SPIKE_K) -> pd.DataFrame:
                      "clip_frac": float(run["clip_frac"].mean()),
                      "approx_kl": float(run["approx_kl"].mean()),
                      "skipped_steps": float(run["skipped_steps"].fillna(0).sum()),
+                     "nonfinite": (int(run["nonfinite"].fillna(False).astype(bool).sum())
+                                   if "nonfinite" in run else 0),
                      "steps": int(len(run))})
     return pd.DataFrame(rows)
 
@@ -88,6 +95,7 @@ def note(k: float = SPIKE_K, n_boot: int = N_BOOT) -> str:
     return (f"Per run and agent: spikes = steps whose grad norm (before clipping) exceeds "
             f"{k:g} × the median of the earlier steps (judged from step {MIN_HISTORY + 1} on); "
             "max / median of the grad norm over the run; clip fraction and approx KL = means "
-            "over steps; skipped steps = optimiser steps skipped for a non-finite norm. Cells: "
+            "over steps; skipped steps = optimiser steps skipped for a non-finite norm; non-finite "
+            "steps = steps whose grad norm, reward or loss was NaN or infinite. Cells: "
             f"mean over seeds [95% bootstrap interval over seeds, {n_boot} replicates; one "
             "seed: the value alone].")

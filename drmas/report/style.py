@@ -12,10 +12,12 @@ import zlib
 
 from drmas.registry import ESTIMATORS
 
-METHOD_ORDER = {"base": 0, "grpo": 1, "mean_agent_std_global": 2, "mean_global_std_agent": 3,
-                "drmas": 4}
+METHOD_ORDER = {"base": 0, "grpo": 1, "grpo_2025": 1, "mean_agent_std_global": 2,
+                "mean_global_std_agent": 3, "drmas": 4}
 METHOD_LABEL = {"base": "Base (before RL)", **{n: e.label for n, e in ESTIMATORS.entries().items()}}
 DELTA_LABEL = "Δ Dr. MAS − GRPO"
+#: the paired Δ rows of the main table: Dr. MAS against each GRPO the profile runs
+DELTA_LABELS = {"grpo": DELTA_LABEL, "grpo_2025": "Δ Dr. MAS − GRPO (upstream 2025)"}
 
 # Okabe-Ito colours (readable with colour-vision deficiencies): methods and agents take
 # different ones, so an agent line is never mistaken for a method line.

@@ -12,7 +12,6 @@ appear once per distinct set of base models: an evaluation copied from a twin as
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -27,19 +26,15 @@ from drmas.report import ablations, efficiency, stability
 from drmas.report import style
 from drmas.report.cells import AVG, interval_cells, metrics_of, paired_cells, sources_of
 from drmas.report.intervals import N_BOOT, Interval
-from drmas.report.style import DELTA_LABEL, METHOD_LABEL, METHOD_ORDER
+from drmas.report.style import DELTA_LABEL, DELTA_LABELS, METHOD_LABEL, METHOD_ORDER
 
 ALL_PROBLEMS = "(all)"       # stands for the problems of scores.json files without per-problem counts
 
 
 def read_scores(score_files: list[str]) -> list[dict]:
-    out = []
-    for path in score_files:
-        try:
-            out.append(json.loads(Path(path).read_text()))
-        except (OSError, json.JSONDecodeError) as e:
-            raise DataError(f"cannot read scores file {path}: {e}") from None
-    return out
+    from drmas.data.io import read_json
+
+    return [read_json(path, what="scores.json of `drmas evaluate`") for path in score_files]
 
 
 def base_copies(scores: list[dict]) -> dict[str, list[str]]:
@@ -90,13 +85,15 @@ def build_table(long: pd.DataFrame, assignments: list[str], n_boot: int = N_BOOT
         frame = long[(long.assignment == assignment) & (long.method == method)]
         rows.append({**interval_cells(frame, sources, metrics, n_boot), ("", "seeds"): frame.seed.nunique()})
         index.append((assignment, METHOD_LABEL.get(method, method)))
-        if method == "drmas" and (assignment, "grpo") in order:
-            grpo = long[(long.assignment == assignment) & (long.method == "grpo")]
+        for baseline, label in DELTA_LABELS.items():
+            if method != "drmas" or (assignment, baseline) not in order:
+                continue
+            grpo = long[(long.assignment == assignment) & (long.method == baseline)]
             delta = paired_cells(frame, grpo, sources, metrics, n_boot)
             if delta is not None:
                 seeds = len(set(frame.seed) & set(grpo.seed))
                 rows.append({**delta, ("", "seeds"): seeds})
-                index.append((assignment, DELTA_LABEL))
+                index.append((assignment, label))
     columns = [(s, m) for s in sources + [AVG] for m in metrics] + [("", "seeds")]
     return pd.DataFrame([[row.get(c) for c in columns] for row in rows],
                         index=pd.MultiIndex.from_tuples(index, names=["assignment", "method"]),
@@ -164,7 +161,7 @@ def _text(value, signed: bool = False) -> str:
 def as_text(wide: pd.DataFrame) -> pd.DataFrame:
     """Cells as strings: 'mean [lo, hi]', signed on Δ rows and under Δ columns."""
     delta_cols = [str(c[0] if isinstance(c, tuple) else c).startswith("Δ") for c in wide.columns]
-    return pd.DataFrame([[_text(v, signed=idx[1] == DELTA_LABEL or d)
+    return pd.DataFrame([[_text(v, signed=idx[1] in DELTA_LABELS.values() or d)
                           for v, d in zip(row, delta_cols)]
                          for idx, row in zip(wide.index, wide.to_numpy())],
                         index=wide.index, columns=_flat(wide.columns))
@@ -222,7 +219,7 @@ def write_table(cfg: Config, suite: Suite, score_files: list[str], out: str,
     scores = read_scores(score_files)
     long = collect(scores)
     wide = build_table(long, cfg.assignments, n_boot=n_boot)
-    out_path = Path(out)
+    out_path = Path(out)        # every file is `<out><ending>`: a dot in the name is kept
     out_path.parent.mkdir(parents=True, exist_ok=True)
     name = suite.title or suite.name
     seeds = sorted({s["meta"]["seed"] for s in scores})
@@ -268,11 +265,30 @@ def write_table(cfg: Config, suite: Suite, score_files: list[str], out: str,
             f"{cfg.profile}", [efficiency.note(n_boot)]))
         _to_csv(as_numbers(eff), out_path.with_name(out_path.name + "_efficiency.csv"),
                 float_format="%.2f")
-    atomic_write_text(out_path.with_suffix(".md"), md)
-    _to_csv(as_numbers(wide), out_path.with_suffix(".csv"), float_format="%.2f")
+    atomic_write_text(out_path.with_name(out_path.name + ".md"), md)
+    _to_csv(as_numbers(wide), out_path.with_name(out_path.name + ".csv"), float_format="%.2f")
     tex = as_text(wide).to_latex(caption=title, label=f"tab:{suite.name}")
-    atomic_write_text(out_path.with_suffix(".tex"), tex.replace("Δ", "$\\Delta$").replace("−", "-"))
+    atomic_write_text(out_path.with_name(out_path.name + ".tex"), tex.replace("Δ", "$\\Delta$").replace("−", "-"))
+    write_stats(long, cfg, out_path, f"{name} [{suite.name}]", n_boot)
     return wide
+
+
+def write_stats(long: pd.DataFrame, cfg: Config, out_path: Path, name: str, n_boot: int) -> None:
+    """`<out>_stats.{csv,md}`: IQM per row and probability of improvement over GRPO
+    (drmas/report/stats.py); files of their own, so the other tables keep their bytes."""
+    from drmas.report.stats import note, stats_table
+
+    table = stats_table(long, cfg.assignments, n_boot=n_boot)
+    if table is None:
+        return
+    table = table.rename(index=lambda m: METHOD_LABEL.get(m, m), level="method")
+    _to_csv(as_numbers(table), out_path.with_name(out_path.name + "_stats.csv"),
+            float_format="%.2f")
+    shown = table.set_axis(pd.MultiIndex.from_tuples(
+        [(a, f"{m}: {s}") for a, m, s in table.index], names=["assignment", "method"]))
+    atomic_write_text(out_path.with_name(out_path.name + "_stats.md"), to_markdown(
+        shown, f"{name}: interquartile mean and probability of improvement over GRPO (%), "
+        f"profile {cfg.profile}", [note(n_boot)]))
 
 
 def _to_csv(frame: pd.DataFrame, path: Path, **options) -> None:

@@ -6,7 +6,6 @@ policy that is right often enough for group-relative advantages to carry signal.
 
 from __future__ import annotations
 
-import math
 import random
 
 import torch
@@ -16,6 +15,7 @@ from drmas.models.precision import autocast, float32_output_layer, resolve_dtype
 from drmas.status.progress import bar as progress_bar
 from drmas.train import scored
 from drmas.train.logprobs import length_chunks, pack, response_logprobs
+from drmas.train.optimizer import adamw, warmup_cosine
 
 
 def sft(model, tokenizer, traces, *, steps: int, batch_size: int, lr: float, seed: int,
@@ -45,10 +45,8 @@ def sft(model, tokenizer, traces, *, steps: int, batch_size: int, lr: float, see
     rng = random.Random(seed)
     torch.manual_seed(seed)
     data = [(encode_prompt(tokenizer, m), encode_response(tokenizer, r)) for _, m, r in traces]
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
-    warm = max(1, steps // 20)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
+    opt = adamw(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
+    sched = warmup_cosine(opt, steps)
     model.train()
     losses: list[float] = []
     bar = progress_bar(range(steps), desc=desc, job=desc, mininterval=5, leave=False)

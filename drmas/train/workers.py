@@ -41,6 +41,7 @@ from drmas.models.tiny import load_model, load_tokenizer
 from drmas.rollout.base import Generation, Sampling
 from drmas.rollout.engines import make_engine
 from drmas.train import dist
+from drmas.train.optimizer import adamw, learning_rate
 from drmas.train.prefix import row_chunks, rows_logprobs
 from drmas.train.reference import ReferencePolicy
 
@@ -143,8 +144,7 @@ class GroupWorker:
         # one forward per shared prefix (drmas/train/prefix.py): two model calls before one
         # backward, which a sharded (FSDP2) model is not run with here
         self.shared_prefix = settings.shared_prefix and world == 1
-        self.optimizer = (torch.optim.AdamW(self.params, lr=settings.lr,
-                                            weight_decay=settings.weight_decay)
+        self.optimizer = (adamw(self.params, lr=settings.lr, weight_decay=settings.weight_decay)
                           if trainable else None)
 
     # -- rollout -------------------------------------------------------------------------
@@ -228,7 +228,7 @@ class GroupWorker:
         tokens = max(totals.pop("tokens"), 1)
         out = {k: v / tokens for k, v in totals.items()}
         out.update(rows=len(rows), grad_norm=sum(norms) / len(norms), grad_norm_max=max(norms),
-                   skipped_steps=skipped,
+                   skipped_steps=skipped, learning_rate=learning_rate(self.optimizer),
                    agent_grad_norm={a: sum(v) / len(v) for a, v in agent_norms.items() if v})
         summed = dist.all_sum([v for a in self.agents for v in per_agent[a].values()])
         for a, (clip, kl, n) in zip(self.agents, zip(*[iter(summed)] * 3)):

@@ -314,7 +314,7 @@ def test_table_on_a_full_disk_leaves_no_csv(tmp_path, capsys, monkeypatch):
     status, _ = run(capsys, *args)
     assert status == 0
     before = {name: (out.parent / name).read_bytes() for name in everything(out.parent)}
-    assert set(before) == {"math.csv", "math.md", "math.tex"}
+    assert set(before) == {"math.csv", "math.md", "math.tex", "math_stats.csv", "math_stats.md"}
     real = pd.DataFrame.to_csv
 
     def half_then_full(self, path, **kwargs):

@@ -143,9 +143,11 @@ def search_suite(tmp_path, corpus: dict | None) -> str:
     """benchmarks/search.yaml with a `default` hub entry of local questions and `corpus`."""
     questions = tmp_path / "qa.jsonl"
     questions.write_text(json.dumps({"question": "Who was Aaron's brother?", "answers": ["Moses"]}) + "\n")
+    held_out = tmp_path / "qa_test.jsonl"        # another question: prepare refuses a leak
+    held_out.write_text(json.dumps({"question": "Who was Moses' sister?", "answers": ["Miriam"]}) + "\n")
     spec = yaml.safe_load((ROOT / "benchmarks" / "search.yaml").read_text())
     spec["datasets"]["default"] = {"kind": "hub", "train": [{"source": "qa", "path": str(questions)}],
-                                   "test": [{"source": "qa", "path": str(questions)}]}
+                                   "test": [{"source": "qa", "path": str(held_out)}]}
     if corpus is not None:
         spec["datasets"]["default"]["corpus"] = corpus
     path = tmp_path / "search.yaml"

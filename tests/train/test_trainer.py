@@ -29,6 +29,29 @@ def test_one_step_updates_exactly_the_groups_with_rows(tiny_model_dir, math_rows
     assert m["groups"]["verifier"] == {"rows": 0}
     assert m["groups"]["solver"]["rows"] == 8 and np.isfinite(m["groups"]["solver"]["grad_norm"])
     assert m["agents"]["solver"]["grad_norm"] == pytest.approx(m["groups"]["solver"]["grad_norm"], rel=1e-5)
+    assert m["groups"]["solver"]["learning_rate"] == cfg.agent_train("solver").lr
+
+
+def test_grpo_2025_gets_upstreams_batch_order(tiny_model_dir, math_rows, tmp_path):
+    """Nonshared: upstream's batch holds the Solver group's rows, then the Verifier's; the
+    rows' advantages are grpo_2025's on that order, and the step logs its lemma keys."""
+    from drmas.algos.advantages import compute_advantages
+    from drmas.train.trainer import upstream_batch_order
+
+    cfg = make_config(tiny_model_dir)
+    trainer = make_trainer(cfg, [r for r in math_rows if r["split"] == "train"], tmp_path,
+                           "nonshared", "grpo_2025")
+    seen, update = [], trainer._update
+    trainer._update = lambda rows: seen.extend(rows) or update(rows)
+    m = trainer.train_step()
+    order = upstream_batch_order(seen, ["solver", "verifier"])
+    assert [seen[i]["group"] for i in order] == sorted((r["group"] for r in seen),
+                                                       key=["solver", "verifier"].index)
+    cols = [[r[k] for r in seen] for k in ("score", "uid", "traj_uid", "agent")]
+    want = compute_advantages(*cols, estimator="grpo_2025", order=order)
+    assert [r["advantage"] for r in seen] == want.tolist()
+    assert {"grpo_2025_adv_sq", "predicted_ratio_grpo_2025", "lemma_factor_grpo_2025",
+            "grpo_adv_sq", "predicted_ratio"} <= set(m["adv_diag"]["solver"])
 
 
 def test_shared_group_gets_all_agents_rows(tiny_model_dir, math_rows, tmp_path):
