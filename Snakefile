@@ -93,7 +93,8 @@ rule all:
         # every file of the table rule, so that a table added by a newer drmas gets written
         expand(f"{RES}/tables/{{suite}}{{name}}", suite=SUITES,
                name=[".md", ".tex", ".csv", "_behaviour.csv", "_ablations.csv", "_stability.csv",
-                     "_efficiency.csv", "_efficiency.md", "_stats.csv", "_stats.md"]),
+                     "_efficiency.csv", "_efficiency.md", "_stats.csv", "_stats.md",
+                     "_gradnorm.csv", "_gradnorm.md"]),
         expand(f"{RES}/figures/{{suite}}_{{fig}}.png", suite=SUITES, fig=FIGURES),
         # last: the result card and its comparison with results/reference/<profile>.json
         # (printed; written beside the card; never a failure of the run: docs/cards.md)

@@ -26,6 +26,8 @@ rule table:
         efficiency_md=f"{RES}/tables/{{suite}}_efficiency.md",
         stats=f"{RES}/tables/{{suite}}_stats.csv",      # IQM, probability of improvement
         stats_md=f"{RES}/tables/{{suite}}_stats.md",
+        gradnorm=f"{RES}/tables/{{suite}}_gradnorm.csv",   # pre-clip norms against GRPO's
+        gradnorm_md=f"{RES}/tables/{{suite}}_gradnorm.md",
     log:
         f"{RES}/logs/report/{{suite}}_table.log",
     resources:

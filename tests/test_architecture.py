@@ -124,6 +124,29 @@ def test_layers_match_architecture_md():
     assert drawn == contract["layers"]
 
 
+def test_package_map_names_every_module():
+    """ARCHITECTURE.md's package map names every module and subfolder of each folder of the
+    package (a `mas/` folder per MAS counts as named by the map's list of them)."""
+    import re
+
+    text = (REPO / "ARCHITECTURE.md").read_text()
+    rows = {m.group(1): m.group(2)
+            for m in re.finditer(r"^\| `(\w+)/` \| (.*) \|$", text, re.M)}
+    missing = []
+    for folder in sorted(p for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"):
+        row = rows.get(folder.name)
+        if row is None:
+            missing.append(f"{folder.name}/ (no row)")
+            continue
+        for path in sorted(folder.iterdir()):
+            if path.name in ("__init__.py", "__main__.py", "__pycache__"):
+                continue
+            name = f"`{path.name}/`" if path.is_dir() else f"`{path.name}`"
+            if path.suffix in (".py", "") and name not in row:
+                missing.append(f"{folder.name}/{path.name}")
+    assert not missing, "not in ARCHITECTURE.md's package map: " + ", ".join(missing)
+
+
 def test_import_linter_contracts_are_kept():
     """`lint-imports` (the test extra's import-linter) keeps both contracts of pyproject.toml."""
     exe = Path(sys.executable).parent / "lint-imports"

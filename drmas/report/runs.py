@@ -7,7 +7,9 @@ step's batch (`adv_diag`: upstream's, and the same-batch prediction `predicted_r
 `lemma_factor`; runs written before those were logged carry the older
 `theory.agents.<agent>.factor`, read as the inflation factor's mean), and on the steps that
 measured it the paired same-batch gradient measurement (`paired`: `grad_sq_grpo`,
-`grad_sq_drmas`, `grad_sq_offset`, its `rows` as `paired_rows`; NaN on the other steps).
+`grad_sq_drmas`, `grad_sq_offset`, its `rows` as `paired_rows`; NaN on the other steps), and
+the agent's largest |advantage| (`adv_absmax`); a profile that runs `grpo_2025` adds its
+paired set and same-batch prediction (`*_grpo_2025`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ COLUMNS = ["suite", "assignment", "method", "seed", "step", "agent", "grad_norm"
            "approx_kl", "skipped_steps", "team_reward", "agent_reward", "inflation_factor_mean",
            "inflation_factor_p95", "inflation_factor_max", "mean_gap_mean", "var_ratio_mean",
            "predicted_ratio", "lemma_factor", "grpo_adv_sq", "drmas_adv_sq",
-           "grad_sq_grpo", "grad_sq_drmas", "grad_sq_offset", "paired_rows", "nonfinite"]
+           "grad_sq_grpo", "grad_sq_drmas", "grad_sq_offset", "paired_rows", "nonfinite",
+           "adv_absmax", "grad_sq_grpo_2025", "predicted_ratio_grpo_2025", "lemma_factor_grpo_2025"]
 DIAG_COLUMNS = COLUMNS[12:COLUMNS.index("grad_sq_grpo")]      # read from adv_diag/<agent>
 #: where a NaN or infinity is a divergence of the run, counted per (step, agent) in
 #: `nonfinite` (the stability table's "non-finite steps"), never dropped: the agent's grad
@@ -98,7 +101,11 @@ def read_run(run: str | Path) -> list[dict]:
                 "agent_reward": _num((a.get("reward") or {}).get("mean")),
                 **{k: _num(diag.get(k)) for k in DIAG_COLUMNS},
                 **{k: _num(paired.get(key)) for k, key in PAIRED_COLUMNS.items()},
-                "nonfinite": any(nonfinite(logged[k]) for k in NONFINITE_SOURCES)})
+                "nonfinite": any(nonfinite(logged[k]) for k in NONFINITE_SOURCES),
+                "adv_absmax": _num((a.get("advantage") or {}).get("absmax")),
+                "grad_sq_grpo_2025": _num(paired.get("grad_sq_grpo_2025")),
+                **{k: _num(diag.get(k)) for k in ("predicted_ratio_grpo_2025",
+                                                  "lemma_factor_grpo_2025")}})
     return records
 
 

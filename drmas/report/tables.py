@@ -253,6 +253,7 @@ def write_table(cfg: Config, suite: Suite, score_files: list[str], out: str,
                                  f"profile {cfg.profile}", [stability.note(spike_k, n_boot)])
         _to_csv(as_numbers(stab), out_path.with_name(out_path.name + "_stability.csv"),
                 float_format="%.4f")
+        write_gradnorm(runs, cfg, out_path, f"{name} [{suite.name}]")
         eff = efficiency.efficiency_table(run_dirs, n_boot=n_boot, assignments=cfg.assignments)
         if not len(eff.columns):
             raise DataError("the run folders' metrics.jsonl carry no phase timings or memory "
@@ -289,6 +290,24 @@ def write_stats(long: pd.DataFrame, cfg: Config, out_path: Path, name: str, n_bo
     atomic_write_text(out_path.with_name(out_path.name + "_stats.md"), to_markdown(
         shown, f"{name}: interquartile mean and probability of improvement over GRPO (%), "
         f"profile {cfg.profile}", [note(n_boot)]))
+
+
+def write_gradnorm(runs: pd.DataFrame, cfg: Config, out_path: Path, name: str) -> None:
+    """`<out>_gradnorm.{csv,md}`: every method's pre-clip gradient norms per agent against
+    GRPO's median on the same assignment and seed (drmas/report/gradnorm.py)."""
+    from drmas.report.gradnorm import COLUMNS as gradnorm_columns
+    from drmas.report.gradnorm import gradnorm_table
+    from drmas.report.gradnorm import to_markdown as gradnorm_markdown
+
+    table = gradnorm_table(runs, cfg.assignments)
+    title = f"{name}: pre-clip gradient norms against GRPO's, profile {cfg.profile}"
+    if table is None:                  # the files still exist: the workflow declares them
+        table = pd.DataFrame(columns=gradnorm_columns, index=pd.MultiIndex.from_tuples(
+            [], names=["assignment", "method", "agent"]))
+    _to_csv(table, out_path.with_name(out_path.name + "_gradnorm.csv"), float_format="%.6g")
+    md = gradnorm_markdown(table, title, METHOD_LABEL) if len(table) else (
+        f"### {title}\n\nNo GRPO run in these runs to compare with.\n")
+    atomic_write_text(out_path.with_name(out_path.name + "_gradnorm.md"), md)
 
 
 def _to_csv(frame: pd.DataFrame, path: Path, **options) -> None:
