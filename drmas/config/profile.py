@@ -45,6 +45,7 @@ class TrainConfig:
     group_n: int = opt(8, "rollouts per problem (the GRPO group)", minimum=2)
     per_slot_uids: bool = opt(True, "every drawn problem slot is its own GRPO group (as upstream); false = repeats share one group")
     ppo_mini_batches: int = opt(1, "optimiser steps per RL step (the batch split into this many mini-batches)", **POS)
+    minibatch_order: Literal["shuffled", "contiguous"] = opt("shuffled", "mini-batches: a seeded shuffle dealt round-robin, or consecutive rows (verl, unshuffled)")
     save_every: int = opt(50, "checkpoint every N steps (and at the end)", **POS)
 
     # Micro-batches and log-probs
@@ -89,7 +90,7 @@ class TrainConfig:
 
 #: Properties of a whole run (batch shape, schedule): one value for all agents, so a
 #: per-agent override of one of them is an error.
-RUN_KEYS = ("steps", "prompts_per_step", "group_n", "ppo_mini_batches", "save_every", "norm_by_std",
+RUN_KEYS = ("steps", "prompts_per_step", "group_n", "ppo_mini_batches", "minibatch_order", "save_every", "norm_by_std",
             "per_slot_uids", "epochs", "loss_balance", "kl_in_reward", "kl_coef", "kl_target",
             "kl_horizon", "paired_every")
 

@@ -80,11 +80,19 @@ def plain_weights(model):
     return mergeable(model).state_dict().items()
 
 
-def minibatches(n_rows: int, n_mini: int, seed: int) -> list[list[int]]:
-    order = list(range(n_rows))
-    random.Random(seed).shuffle(order)
+def minibatches(n_rows: int, n_mini: int, seed: int, order: str = "shuffled") -> list[list[int]]:
+    """The rows of one update split into `n_mini` mini-batches: "shuffled" deals a seeded
+    shuffle of the rows round-robin; "contiguous" cuts the rows in data order into
+    consecutive chunks (verl with `actor.shuffle: False`, the paper's scripts), the first
+    ones a row longer when `n_rows` does not divide."""
     n_mini = min(n_mini, n_rows)
-    return [order[i::n_mini] for i in range(n_mini)]
+    if order == "contiguous":
+        size, extra = divmod(n_rows, n_mini)
+        cuts = [i * size + min(i, extra) for i in range(n_mini + 1)]
+        return [list(range(cuts[i], cuts[i + 1])) for i in range(n_mini)]
+    rows = list(range(n_rows))
+    random.Random(seed).shuffle(rows)
+    return [rows[i::n_mini] for i in range(n_mini)]
 
 
 def rank_chunks(idx: list[int], rank: int, world: int, size: int,
@@ -181,7 +189,7 @@ class GroupWorker:
         if not rows:
             return {"rows": 0}
         self.sleep()
-        minis = minibatches(len(rows), s.ppo_mini_batches, seed)
+        minis = minibatches(len(rows), s.ppo_mini_batches, seed, s.minibatch_order)
         lengths = [len(r["prompt_ids"]) + len(r["response_ids"]) for r in rows]
         prompts = self._prompts(rows)
         plan = [[(agent, rank_chunks([i for i in mini if rows[i]["agent"] == agent], self.rank,

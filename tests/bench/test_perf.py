@@ -23,6 +23,8 @@ def test_synthetic_batch_shape():
 def test_upstream_loop_matches_vectorised(method, norm):
     batch = synthetic_batch(600, seed=2)
     mean_by, std_by = ESTIMATORS.get(method).mean_by, ESTIMATORS.get(method).std_by
+    if mean_by is None:
+        pytest.skip(f"{method} is a function of its own, not a pair of pools the loop knows")
     loop = upstream_loop_advantages(**batch, mean_by=mean_by, std_by=std_by, norm_by_std=norm, eps=1e-6)
     vec = compute_advantages(**batch, mean_by=mean_by, std_by=std_by, norm_by_std=norm)
     torch.testing.assert_close(vec, loop, atol=1e-6, rtol=1e-6)

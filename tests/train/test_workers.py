@@ -57,6 +57,14 @@ def test_minibatches_partition_and_repeat():
     assert len(minibatches(1, 4, seed=0)) == 1
 
 
+def test_contiguous_minibatches_cut_rows_in_data_order():
+    """verl without shuffling: consecutive rows, the first chunks one row longer."""
+    assert minibatches(9, 2, seed=3, order="contiguous") == [[0, 1, 2, 3, 4], [5, 6, 7, 8]]
+    assert minibatches(10, 5, seed=0, order="contiguous") == [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]]
+    assert minibatches(2, 4, seed=0, order="contiguous") == [[0], [1]]
+    assert minibatches(9, 2, seed=3) == minibatches(9, 2, seed=3, order="shuffled")
+
+
 @pytest.fixture(scope="module")
 def ray_cluster():
     """One local Ray for this module's tests (starting one takes seconds)."""
