@@ -15,7 +15,9 @@ not made here.
 Beside them, per step: `lemma_factor`, Lemma 4.2's (sigma_k^2 + (mu_k - mu)^2) / sigma^2 from
 what GRPO normalises (trajectory means), and `upstream_factor`, the paper code's
 `inflation_factor_mean`, which mixes rows' own scores with trajectory means and with per-row
-format penalties reads >> 1 where GRPO's advantages have second moment <= 1.
+format penalties reads >> 1 where GRPO's advantages have second moment <= 1. Runs of a
+profile with `grpo_2025` add its prediction, lemma factor and same-batch ratio over Dr. MAS
+(`*_grpo_2025` columns).
 """
 
 from __future__ import annotations
@@ -58,8 +60,18 @@ def theory_table(df: pd.DataFrame) -> pd.DataFrame:
     # for a tiny model; 1e-16 against GRPO's 6e-3 on one search Searcher batch), not a gradient
     floor = np.maximum(ROUNDOFF_GRAD_SQ, ROUNDOFF_REL_GRAD_SQ * t.grad_sq_grpo.fillna(0.0))
     t["measured_same_batch"] = ratio.where(t.grad_sq_drmas > floor)
+    columns = list(COLUMNS)
+    if df.get("predicted_ratio_grpo_2025", pd.Series(dtype=float)).notna().any():
+        # a profile that runs upstream's 2025 GRPO: its prediction and same-batch ratio too
+        t["predicted_grpo_2025"] = df["predicted_ratio_grpo_2025"]
+        t["lemma_factor_grpo_2025"] = df["lemma_factor_grpo_2025"]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio_2025 = df["grad_sq_grpo_2025"] / t.grad_sq_drmas
+        t["measured_same_batch_grpo_2025"] = ratio_2025.where(t.grad_sq_drmas > floor)
+        columns += ["predicted_grpo_2025", "lemma_factor_grpo_2025",
+                    "measured_same_batch_grpo_2025"]
     t = t[t[list(VALUES) + ["measured_same_batch"]].notna().any(axis=1)]
-    return t[COLUMNS].sort_values(["assignment", "agent", "seed", "method", "step"]) \
+    return t[columns].sort_values(["assignment", "agent", "seed", "method", "step"]) \
         .reset_index(drop=True)
 
 

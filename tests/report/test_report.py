@@ -237,6 +237,19 @@ def test_theory_table_numbers(runs):
     assert stats.loc["all"].n == 32
 
 
+def test_theory_table_adds_grpo_2025_columns_only_when_logged(runs):
+    df = load_runs(runs)
+    assert "predicted_grpo_2025" not in theory_table(df).columns
+    df["predicted_ratio_grpo_2025"] = 1e10
+    df["lemma_factor_grpo_2025"] = 2.0
+    df["grad_sq_grpo_2025"] = df["grad_sq_drmas"] * 1e9
+    t = theory_table(df).set_index(["assignment", "agent", "seed", "step", "method"])
+    row = t.loc[("shared", "verifier", 0, 4, "drmas")]
+    assert (row.predicted_grpo_2025, row.lemma_factor_grpo_2025) == (1e10, 2.0)
+    assert row.measured_same_batch_grpo_2025 == pytest.approx(1e9)
+    assert np.isnan(t.loc[("shared", "verifier", 0, 3, "drmas")].measured_same_batch_grpo_2025)
+
+
 def test_a_batch_whose_drmas_gradient_is_round_off_has_no_measured_ratio(runs):
     """All-equal scores: Dr. MAS's advantages are zero, its squared norm float round-off."""
     df = load_runs(runs)
