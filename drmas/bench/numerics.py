@@ -13,21 +13,11 @@ docs/results.md lists the fingerprints measured so far.
 from __future__ import annotations
 
 import hashlib
-import platform
 import time
 
 STEPS, BATCH, LENGTH, VOCAB = 30, 8, 100, 300
 
 
-def cpu_name() -> str:
-    """The CPU's model name from /proc/cpuinfo (the platform's processor string elsewhere)."""
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8", errors="replace"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def fingerprint(threads: int = 1, steps: int = STEPS) -> dict:
@@ -35,7 +25,7 @@ def fingerprint(threads: int = 1, steps: int = STEPS) -> dict:
     import torch
 
     from drmas.bench.models import SHAPES
-    from drmas.models.kernels import in_use
+    from drmas.models.kernels import cpu_name, in_use
     from drmas.models.tiny import tiny_model
     from drmas.train.optimizer import adamw
 

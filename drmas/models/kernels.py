@@ -33,6 +33,7 @@ kernels, a small part of a tiny model's time (its matrix products are MKL's).
 from __future__ import annotations
 
 import os
+import platform
 
 from drmas.errors import ConfigError
 
@@ -71,3 +72,14 @@ def check(setting: str) -> str:
         print(f"warning: cpu_kernels avx2: this CPU runs {used} kernels, not AVX2; its numbers "
               "will differ from an AVX2 machine's", file=sys.stderr)
     return f"cpu kernels: {used} (cpu_kernels: {setting})"
+
+
+def cpu_name() -> str:
+    """The CPU's model name from /proc/cpuinfo (the platform's processor string elsewhere)."""
+    try:
+        for line in open("/proc/cpuinfo", encoding="utf-8", errors="replace"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from drmas.data.io import atomic_write_text
+from drmas.models.kernels import cpu_name
 from drmas.errors import DataError
 
 SCHEMA_VERSION = 1
@@ -149,18 +150,10 @@ def cpu_flags() -> list[str]:
     return []
 
 
-def cpu_model() -> str:
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8", errors="replace"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def machine(name: str | None = None) -> dict:
-    return {"name": name, "cpu": cpu_model(), "cpu_flags": cpu_flags(),
+    return {"name": name, "cpu": cpu_name(), "cpu_flags": cpu_flags(),
             "cores": os.cpu_count(), "platform": platform.platform()}
 
 

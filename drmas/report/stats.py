@@ -98,14 +98,12 @@ def stats_table(long: pd.DataFrame, assignments: list[str], n_boot: int = N_BOOT
     "P(> GRPO)" for every trained method beside GRPO in the same assignment (paired by the
     seeds and problems both have); columns (source or Avg, metric) holding `Interval`s (%).
     None when there are no scores."""
-    from drmas.report.style import METHOD_ORDER
+    from drmas.report.style import row_order
 
     if long.empty:
         return None
     sources, metrics = sources_of(long), metrics_of(long)
-    order = sorted({(a, m) for a, m in zip(long.assignment, long.method)},
-                   key=lambda i: (assignments.index(i[0]) if i[0] in assignments else 99,
-                                  METHOD_ORDER.get(i[1], 9), i[1]))
+    order = row_order({(a, m) for a, m in zip(long.assignment, long.method)}, assignments)
     rows, index = [], []
     for assignment, method in order:
         frame = long[(long.assignment == assignment) & (long.method == method)]

@@ -26,7 +26,7 @@ from drmas.report import ablations, efficiency, stability
 from drmas.report import style
 from drmas.report.cells import AVG, interval_cells, metrics_of, paired_cells, sources_of
 from drmas.report.intervals import N_BOOT, Interval
-from drmas.report.style import DELTA_LABEL, DELTA_LABELS, METHOD_LABEL, METHOD_ORDER
+from drmas.report.style import DELTA_LABEL, DELTA_LABELS, METHOD_LABEL, METHOD_ORDER, row_order
 
 ALL_PROBLEMS = "(all)"       # stands for the problems of scores.json files without per-problem counts
 
@@ -77,9 +77,7 @@ def build_table(long: pd.DataFrame, assignments: list[str], n_boot: int = N_BOOT
     if long.empty:
         raise DataError("no scores to tabulate")
     sources, metrics = sources_of(long), metrics_of(long)
-    order = sorted({(a, m) for a, m in zip(long.assignment, long.method)},
-                   key=lambda i: (assignments.index(i[0]) if i[0] in assignments else 99,
-                                  METHOD_ORDER.get(i[1], 9), i[1]))
+    order = row_order({(a, m) for a, m in zip(long.assignment, long.method)}, assignments)
     rows, index = [], []
     for assignment, method in order:
         frame = long[(long.assignment == assignment) & (long.method == method)]
