@@ -151,3 +151,17 @@ def test_lemma_factor_for_grpo_2025_uses_rows_own_scores():
     assert got["v"]["lemma_groups_grpo_2025"] == 1 and got["v"]["lemma_rows_grpo_2025"] == 3
     a = ours(scores, ["q"] * 6, traj, agent).numpy().astype(np.float64)
     assert got["v"]["grpo_2025_adv_sq"] == pytest.approx(float(np.mean(a[1::2] ** 2)), rel=1e-6)
+
+
+def test_lemma_prediction_reads_the_batch_order_through_order():
+    """Rows stored in another order with `order` give what the rows in batch order give."""
+    rng = random.Random(3)
+    scores, uid, traj, agent = _random_batch(rng)
+    perm = list(range(len(scores)))
+    rng.shuffle(perm)
+    shuffled = [[col[i] for i in perm] for col in (scores, uid, traj, agent)]
+    order = sorted(range(len(perm)), key=perm.__getitem__)
+    want = lemma_prediction(scores, uid, traj, agent, estimators=["grpo_2025"])
+    got = lemma_prediction(*shuffled, estimators=["grpo_2025"], order=order)
+    for name, keys in want.items():
+        assert got[name] == pytest.approx(keys, rel=1e-12, nan_ok=True)
