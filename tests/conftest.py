@@ -166,7 +166,7 @@ def math_suite(**over):
     from drmas.config.suites import Suite
 
     spec = dict(name="math", mas="math", agents=["solver", "verifier"], reward="math",
-                invalid_penalty=0.1, datasets={}, max_loop=2)
+                invalid_penalty=0.1, datasets={}, mas_options={"max_loop": 2})
     spec.update(over)
     return Suite(**spec)
 

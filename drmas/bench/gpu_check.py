@@ -148,7 +148,7 @@ def check_gpu(device: str = "cuda", size: str = "0.5b", work: str | Path | None 
     cfg = make_config(work / "model", size, device)
     # the math MAS on integer answers: the `arithmetic` reward needs no math_verify
     suite = Suite(name="math", mas="math", agents=["solver", "verifier"], reward="arithmetic",
-                  invalid_penalty=0.1, datasets={}, max_loop=2)
+                  invalid_penalty=0.1, datasets={}, mas_options={"max_loop": 2})
     report = {"device": device, "size": size, "methods": {}}
     for method in ("grpo", "drmas"):
         out = work / "runs" / method

@@ -74,10 +74,10 @@ def demonstrations(args, cfg, suite, rows, seed, prompt_set: str = "compact",
                    mistake_rate: float | None = None):
     """The suite's agent demonstrations (role, messages, reply) on `rows`, in `prompt_set`'s
     prompts (compact: the tiny models'), with `mistake_rate` (default: the profile's)."""
+    from drmas.config.suites import mas_options
     from drmas.registry import DEMONSTRATIONS
 
     rate = cfg.warmstart.mistake_rate if mistake_rate is None else mistake_rate
     return DEMONSTRATIONS.get(suite.mas)(rows, seed=seed, mistake_rate=rate,
                                          retriever=retriever(args, suite, cfg),
-                                         last_turn=cfg.search_last_turn,   # search MAS only
-                                         prompt_set=prompt_set)
+                                         options=mas_options(cfg, suite), prompt_set=prompt_set)

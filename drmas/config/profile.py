@@ -274,7 +274,7 @@ class Config:
 
     # Agents and data
     prompt_set: Literal["upstream", "compact", "smol"] = opt("upstream", "the agents' prompts: upstream (the paper's), compact (tiny models) or smol (small chat models)")
-    search_last_turn: Literal["answer", "verify"] = opt("verify", "the search MAS's last turn: verify (the Verifier routes it, as upstream) or answer (always answers)")
+    mas_options: dict[str, dict] = opt(factory=dict, **NAMED, help="per MAS (a benchmark's `mas:`), options over its benchmark files' `mas_options`, e.g. {search: {last_turn: answer}}")
     datasets: dict[str, str] = opt(factory=dict, help="per suite, which `datasets:` entry of its benchmark file to use (default: the profile name)")
 
     # Stages

@@ -27,7 +27,7 @@ from typing import Any
 
 from drmas.config.profile import Config
 from drmas.config.schema import plain
-from drmas.config.suites import Suite
+from drmas.config.suites import Suite, mas_options
 
 
 def digest(key: Any) -> str:
@@ -52,14 +52,17 @@ def index_key(cfg: Config) -> dict:
                                                       "max_length": r.max_length}
 
 
+#: The loop limits every suite's key held while they were keys of every benchmark file, at
+#: their defaults. A MAS's own options (`MasOptions.key`) replace those of them it has: the
+#: keys of existing runs stay as they were, so nothing reruns that did not change.
+FORMER_SUITE_KEYS = {"max_loop": 2, "max_turns": 4, "topk": 3}
+
+
 def mas_key(cfg: Config, suite: Suite) -> dict:
-    """What shapes the suite's episodes: its MAS keys, and the profile keys of its MAS
-    (`search_last_turn` for the search MAS only, so that changing it reruns only the jobs
-    of searching suites)."""
-    key = suite.mas_keys()
-    if suite.mas == "search":
-        key["search_last_turn"] = cfg.search_last_turn
-    return key
+    """What shapes the suite's episodes: its MAS keys and its MAS's options (the benchmark
+    file's `mas_options` with the profile's over them), so that changing an option reruns
+    the jobs of the suites whose MAS has it, and only those."""
+    return {**FORMER_SUITE_KEYS, **suite.mas_keys(), **mas_options(cfg, suite).key()}
 
 
 def tokenizer_key(cfg: Config, suite: Suite) -> dict:

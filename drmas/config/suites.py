@@ -30,9 +30,7 @@ class Suite:
                                     additionalProperties={"type": "object", "required": ["kind"],
                                                           "properties": {"kind": {"enum": ["generated", "hub"]}}})
     title: str = opt("", "title of the suite's tables and figures")
-    max_loop: int = opt(2, "math MAS: at most this many Solver calls (the Verifier is skipped on the last)", **POS)
-    max_turns: int = opt(4, "search MAS: at most this many Verifier turns", **POS)
-    topk: int = opt(3, "search MAS: documents returned per search", **POS)
+    mas_options: dict = opt(factory=dict, help="the MAS's own options, checked by the MAS (its options_class, drmas/mas/<mas>/)")
     retrieval: bool = opt(False, "the MAS searches an index (built by rules/index.smk)")
 
     def data_spec(self, key: str) -> dict:
@@ -42,9 +40,10 @@ class Suite:
         return self.datasets[key]
 
     def mas_keys(self) -> dict:
-        """Everything about the suite that shapes an episode and its reward (not its data)."""
+        """Everything about the suite that shapes an episode and its reward (not its data),
+        but its MAS's options (`mas_options`, which take the profile's into account)."""
         return {k: getattr(self, k) for k in ("mas", "agents", "reward", "invalid_penalty",
-                                               "max_loop", "max_turns", "topk", "retrieval")}
+                                               "retrieval")}
 
 
 def suite_schema() -> dict:
@@ -68,7 +67,9 @@ def load_suite(path: str | Path) -> Suite:
         if raw[key] not in registry:
             raise ConfigError(f"{path}: {key}: unknown {registry.kind} {raw[key]!r}; "
                               f"known: {', '.join(registry.names())}")
-    roles = MAS.get(raw["mas"]).agents
+    orchestra = MAS.get(raw["mas"])
+    orchestra.options_class.parse(raw.get("mas_options"), str(path), mas=raw["mas"])
+    roles = orchestra.agents
     for agent in raw["agents"]:
         if agent not in roles:
             raise ConfigError(f"{path}: agents: unknown agent {agent!r} for MAS {raw['mas']!r}; "
@@ -82,6 +83,41 @@ def suite_path(name: str, root: str | Path = "benchmarks") -> Path:
     return Path(root) / f"{name}.yaml"
 
 
+def mas_options(cfg: "Config | None", suite: Suite):
+    """The options of the suite's MAS (an instance of its `options_class`): the benchmark
+    file's `mas_options:`, with the profile's `mas_options.<mas>` over them key by key. The one
+    path by which options reach the orchestra (`drmas.rollout.mas.build_orchestra`), the
+    warm-start demonstrations and the stage keys (`drmas.config.stages.mas_key`)."""
+    import json
+
+    from drmas.registry import MAS
+
+    cls = MAS.get(suite.mas).options_class
+    over = (cfg.mas_options.get(suite.mas) if cfg is not None else None) or {}
+    memo = (cls, suite.name, json.dumps([suite.mas_options, over], sort_keys=True, default=str))
+    if memo not in _OPTIONS:          # every stage key asks: validate each block once
+        if over:
+            cls.parse(over, "config", f"mas_options.{suite.mas}", mas=suite.mas)
+        _OPTIONS[memo] = cls.parse({**suite.mas_options, **over}, f"suite {suite.name}",
+                                   mas=suite.mas)
+    return _OPTIONS[memo]
+
+
+_OPTIONS: dict = {}       # (options class, suite, blocks) -> options (frozen, so shared)
+
+
+def check_mas_options(cfg: "Config") -> None:
+    """The profile's `mas_options` blocks name a MAS and only options it has, with valid
+    values (a typo would otherwise be ignored)."""
+    from drmas.registry import MAS
+
+    for name, block in cfg.mas_options.items():
+        if name not in MAS:
+            raise ConfigError(f"config: mas_options.{name}: unknown MAS {name!r}; "
+                              f"known: {', '.join(MAS.names())}")
+        MAS.get(name).options_class.parse(block, "config", f"mas_options.{name}", mas=name)
+
+
 def _agent_blocks(cfg: "Config") -> list[tuple[str, dict]]:
     """(where, block) of every block keyed by agent name: the profile's per-agent train keys,
     each suite override's, and each assignment's agent -> model map (`default` aside)."""
@@ -93,11 +129,13 @@ def _agent_blocks(cfg: "Config") -> list[tuple[str, dict]]:
 
 
 def check_agents_exist(cfg: "Config") -> None:
-    """Per-agent blocks name agents that some MAS has (a typo would otherwise be ignored).
+    """Per-agent blocks name agents that some MAS has (a typo would otherwise be ignored),
+    and `mas_options` blocks name a MAS and its options.
     For a single `drmas` command, which has no list of suites; the workflow checks the
     stricter `check_suites` (agents of a configured suite)."""
     from drmas.registry import MAS
 
+    check_mas_options(cfg)
     known = {agent for name in MAS.names() for agent in MAS.get(name).agents}
     for where, block in _agent_blocks(cfg):
         for agent in block:
@@ -107,8 +145,10 @@ def check_agents_exist(cfg: "Config") -> None:
 
 
 def check_suites(cfg: "Config", suites: dict[str, Suite], benchmarks: str | Path = "benchmarks") -> None:
-    """Checks that need the suites: per-agent blocks name agents of a configured suite, and
-    every `suite_overrides` entry names a benchmark that exists."""
+    """Checks that need the suites: per-agent blocks name agents of a configured suite,
+    every `suite_overrides` entry names a benchmark that exists, and `mas_options` blocks
+    name a MAS and its options."""
+    check_mas_options(cfg)
     agents = {a for s in suites.values() for a in s.agents}
     for where, block in _agent_blocks(cfg):
         for agent in block:

@@ -18,12 +18,16 @@ from drmas.registry import CORPORA, GENERATORS
 
 def check_names(spec: dict, where: str) -> None:
     """Every name a `datasets:` entry gives, resolved without loading anything: the
-    generator, each hub or packaged source, the corpus. A ConfigError line names the key
+    generator (and its options, where it has a `check`), each hub or packaged source, the
+    corpus. A ConfigError line names the key
     (`where` is its path, e.g. `benchmarks/math.yaml: datasets.default`), so the workflow
     refuses a typo when it parses, not when the first job reaches the name."""
     kind = spec.get("kind")
     if kind == "generated":
         _known(GENERATORS.names(), spec.get("generator"), f"{where}.generator", "generator")
+        check = getattr(GENERATORS.get(spec["generator"]), "check", None)
+        if check is not None:                # the generator's options (its difficulty knobs)
+            check(spec, where)
         return
     if kind != "hub":
         return                               # the schema names the kinds

@@ -91,8 +91,7 @@ def evaluate(cfg: Config, suite: Suite, assignment: str, problems: list[dict], o
               for g, (p, agents, settings, encoding, options) in paths.items()}
     agent_group = {a: g for g, (_, agents, *_) in paths.items() for a in agents}
     max_tokens = {a: cfg.agent_train(a).max_response_tokens for a in suite.agents}
-    orchestra = build_orchestra(suite, retriever, prompt_set=cfg.prompt_set,
-                                last_turn=cfg.search_last_turn)
+    orchestra = build_orchestra(cfg, suite, retriever)
     reward = get_reward(suite.reward)
     problems = cap_per_source(problems, e.max_problems_per_source)
     batch = [p for p in problems for _ in range(n)]

@@ -26,7 +26,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from drmas.data.io import atomic_write_text
+from drmas.data.io import atomic_write_text, read_json, read_jsonl
 from drmas.models.kernels import cpu_name
 from drmas.errors import DataError
 
@@ -244,11 +244,10 @@ def runs_of(res: Path) -> list[dict]:
         meta = _load_yaml(cfg_file) or {}
         summary = {}
         if (run / "summary.json").exists():
-            summary = json.loads((run / "summary.json").read_text())
+            summary = read_json(run / "summary.json", what="run summary")
         train_s = None
         if (run / "metrics.jsonl").exists():
-            times = [json.loads(line).get("time", {}).get("total")
-                     for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
+            times = [(m.get("time") or {}).get("total") for m in read_jsonl(run / "metrics.jsonl")]
             times = [t for t in times if isinstance(t, (int, float))]
             train_s = round(float(sum(times)), 3) if times else None
         suite, assignment, method = run.parts[-4:-1]
@@ -262,10 +261,7 @@ def runs_of(res: Path) -> list[dict]:
 def evals_of(res: Path) -> list[dict]:
     out = []
     for path in sorted((res / "evals").glob("*/*/*/seed*/scores.json")):
-        try:
-            scores = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as e:
-            raise DataError(f"cannot read {path}: {e}") from None
+        scores = read_json(path, what="scores.json of `drmas evaluate`")
         meta = scores.get("meta") or {}
         suite, assignment, method = path.parts[-5:-2]
         out.append({"suite": meta.get("suite", suite), "assignment": meta.get("assignment", assignment),
@@ -406,12 +402,9 @@ def card_path(path: str | Path) -> Path:
 
 def load_card(path: str | Path) -> dict:
     path = card_path(path)
-    try:
-        card = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise DataError(f"no result card at {path} (`drmas card <results/profile>` writes one)") from None
-    except (OSError, json.JSONDecodeError) as e:
-        raise DataError(f"cannot read result card {path}: {e}") from None
+    if not path.exists():
+        raise DataError(f"no result card at {path} (`drmas card <results/profile>` writes one)")
+    card = read_json(path, what="result card")          # bounded; regular files only
     validate(card, str(path))
     return card
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import zlib
 from typing import Callable, Sequence
 
-from drmas.mas.base import Episode
+from drmas.mas.base import Episode, Orchestra
 from drmas.rollout.base import Sampling
 
 
@@ -42,15 +42,15 @@ def make_retriever_for(suite, index: str | None = None, url: str | None = None, 
                         deadline_s=settings.deadline_s)
 
 
-def build_orchestra(suite, retriever=None, prompt_set: str = "compact", last_turn: str = "answer"):
-    """The suite's MAS with its loop limits, prompt set (`compact` or `upstream`, see
-    drmas/mas/prompting.py), retriever (for searching MAS) and, for the search MAS, its
-    last turn (`last_turn`: the config's `search_last_turn`; other MAS ignore it)."""
+def build_orchestra(cfg, suite, retriever=None) -> Orchestra:
+    """The suite's MAS (an `Orchestra`, drmas/mas/base.py) with its options (the benchmark
+    file's `mas_options` and the profile's over them: `drmas.config.suites.mas_options`), the
+    profile's prompt set (drmas/mas/prompting.py) and `retriever` (for a searching MAS)."""
+    from drmas.config.suites import mas_options
     from drmas.registry import MAS
 
-    return MAS.get(suite.mas)(max_loop=suite.max_loop, max_turns=suite.max_turns,
-                              topk=suite.topk, retriever=retriever, prompt_set=prompt_set,
-                              last_turn=last_turn)
+    return MAS.get(suite.mas)(mas_options(cfg, suite), prompt_set=cfg.prompt_set,
+                              retriever=retriever)
 
 
 def run_mas(orchestra, problems: Sequence[dict], groups: dict, agent_group: dict[str, str],

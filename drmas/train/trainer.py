@@ -174,8 +174,7 @@ class Trainer:
         self.plan = plan_groups(cfg, assignment, suite.agents)
         self.agent_group = {a: g for g, spec in self.plan.items() for a in spec["agents"]}
         self.train = cfg.train
-        self.orchestra = build_orchestra(suite, retriever, prompt_set=cfg.prompt_set,
-                                         last_turn=cfg.search_last_turn)
+        self.orchestra = build_orchestra(cfg, suite, retriever)
         self.reward = get_reward(suite.reward)
         self.sampler = ProblemSampler(train_rows, self.train.prompts_per_step, seed)
         self.shaping = RowShaping(self.train)     # KL in reward, loss balance (off by default)

@@ -6,7 +6,7 @@ import pytest
 
 from drmas.errors import ConfigError
 from drmas.mas.base import Action, Episode, Turn
-from drmas.mas.math.orchestra import MathOrchestra
+from drmas.mas.math.orchestra import MathOptions, MathOrchestra
 from drmas.mas.math.prompts import PROMPT_SETS
 from drmas.mas.math.solver import Solver
 from drmas.mas.math.verifier import Verifier
@@ -71,7 +71,7 @@ def scripted(verdicts):
 def test_orchestra_routing_approve_reject_missing():
     problems = [{"question": f"q{i}", "answers": ["1"]} for i in range(3)]
     act, log = scripted(["<verify>approve</verify>", "<verify>reject</verify>", "no verdict"])
-    episodes = MathOrchestra(max_loop=2).run(problems, act)
+    episodes = MathOrchestra(MathOptions(max_loop=2)).run(problems, act)
     # one batched solver call for all, one verifier call for all, a second solver call
     # only for the rejected episode, and no verifier on the last loop
     assert log == [("solver", 3), ("verifier", 3), ("solver", 1)]
@@ -84,7 +84,7 @@ def test_orchestra_routing_approve_reject_missing():
 
 def test_max_loop_one_never_calls_verifier():
     act, log = scripted([])
-    MathOrchestra(max_loop=1).run([{"question": "q", "answers": ["1"]}], act)
+    MathOrchestra(MathOptions(max_loop=1)).run([{"question": "q", "answers": ["1"]}], act)
     assert log == [("solver", 1)]
 
 

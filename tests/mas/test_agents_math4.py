@@ -10,9 +10,10 @@ import pytest
 import yaml
 
 from drmas.config.suites import load_suite
+from drmas.errors import ConfigError
 from drmas.mas.base import Action
 from drmas.mas.math4.critic import Critic
-from drmas.mas.math4.orchestra import Math4Orchestra
+from drmas.mas.math4.orchestra import MathOptions, Math4Orchestra
 from drmas.mas.math4.prompts import PROMPT_SETS
 from drmas.mas.math4.refiner import Refiner
 from drmas.registry import DEMONSTRATIONS, MAS
@@ -62,7 +63,7 @@ def scripted(verdicts, critic="<critique>check step 1</critique>"):
 def test_routing_approve_at_once_reject_then_loop_and_missing_verdict():
     problems = [{"question": f"q{i}", "answers": ["1"]} for i in range(3)]
     act, log = scripted(["<verify>approve</verify>", "<verify>reject</verify>", "no verdict"])
-    episodes = Math4Orchestra(max_loop=2).run(problems, act)
+    episodes = Math4Orchestra(MathOptions(max_loop=2)).run(problems, act)
     # every role once for all three; then only the rejected episode goes round again, and on
     # the last loop the Solver alone answers
     assert log == [("solver", 3), ("critic", 3), ("refiner", 3), ("verifier", 3), ("solver", 1)]
@@ -84,7 +85,7 @@ def test_max_loops_reached_and_approval_on_a_later_loop():
     problems = [{"question": f"q{i}", "answers": ["1"]} for i in range(2)]
     act, log = scripted(["<verify>reject</verify>", "<verify>reject</verify>",      # loop 0
                          "<verify>approve</verify>", "<verify>reject</verify>"])    # loop 1
-    episodes = Math4Orchestra(max_loop=3).run(problems, act)
+    episodes = Math4Orchestra(MathOptions(max_loop=3)).run(problems, act)
     assert log == [("solver", 2), ("critic", 2), ("refiner", 2), ("verifier", 2),
                    ("solver", 2), ("critic", 2), ("refiner", 2), ("verifier", 2),
                    ("solver", 1)]
@@ -97,18 +98,18 @@ def test_max_loops_reached_and_approval_on_a_later_loop():
 
 def test_max_loop_one_is_the_solver_alone():
     act, log = scripted([])
-    (ep,) = Math4Orchestra(max_loop=1).run([{"question": "q", "answers": ["1"]}], act)
+    (ep,) = Math4Orchestra(MathOptions(max_loop=1)).run([{"question": "q", "answers": ["1"]}], act)
     assert log == [("solver", 1)] and ep.answer == "solver \\boxed{1}"
     assert ep.info == {"solver_calls": 1, "approved": 0, "refiner_changed": 0}
-    with pytest.raises(ValueError, match="max_loop"):
-        Math4Orchestra(max_loop=0)
+    with pytest.raises(ConfigError, match="max_loop: 0 is less than the minimum of 1"):
+        Math4Orchestra(MathOptions(max_loop=0))
 
 
 def test_compact_prompts_show_each_role_what_it_reads():
     act, seen = recording({"solver": ["1 + 1 = 3. \\boxed{3}", "1 + 1 = 2. \\boxed{2}"],
                            "critic": ["<critique> It is 2. </critique>"],
                            "refiner": ["\\boxed{3}"], "verifier": ["<verify>reject</verify>"]})
-    Math4Orchestra(max_loop=2).run([{"question": "Q?", "answers": ["2"]}], act)
+    Math4Orchestra(MathOptions(max_loop=2)).run([{"question": "Q?", "answers": ["2"]}], act)
     users = [(agent, m[-1]["content"]) for agent, m in seen]
     assert users == [
         ("solver", "Problem: Q?\nSolve it step by step. Put the answer in \\boxed{}."),
@@ -150,7 +151,7 @@ def test_upstream_prompts_at_every_turn():
     v1 = "The box still says 15.\n<verify> reject </verify>"
     s2 = "2 + 12 = 14. \\boxed{14}"
     act, seen = recording({"solver": [s1, s2], "critic": [c1], "refiner": [r1], "verifier": [v1]})
-    (ep,) = Math4Orchestra(max_loop=2, prompt_set="upstream").run(
+    (ep,) = Math4Orchestra(MathOptions(max_loop=2), prompt_set="upstream").run(
         [{"question": "Compute 2 + 3 * 4.", "answers": ["14"]}], act)
     t1 = f'\nThe output of "Solver Agent": {s1}\n'
     t2 = t1 + ('\nThe output of "Critic Agent": Step 2 adds wrongly. '
@@ -183,7 +184,7 @@ def test_demonstrations_cover_every_role_with_the_real_prompts(math_rows):
         episode = DEMONSTRATIONS.get("math4")([row], seed=i, mistake_rate=0.3)
         outputs = {a: [t for b, _, t in episode if b == a] for a in counts}
         act, seen = recording(outputs)
-        Math4Orchestra(max_loop=2).run([row], act)
+        Math4Orchestra(MathOptions(max_loop=2)).run([row], act)
         assert seen == [(a, p) for a, p, _ in episode]
     # careful and sloppy critics and refiners both occur, and some outputs break the format
     critic = [Critic(COMPACT).parse(t) for a, _, t in traces if a == "critic"]

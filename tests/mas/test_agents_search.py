@@ -8,11 +8,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from drmas.errors import DrmasError
+from drmas.errors import ConfigError, DrmasError
 from drmas.mas.base import Action
 from drmas.mas.search.answerer import Answerer
 from drmas.mas.search.history import SearchEpisode, SearchStep, record_lost_answer, record_search
-from drmas.mas.search.orchestra import SearchOrchestra
+from drmas.mas.search.orchestra import SearchOptions, SearchOrchestra
 from drmas.mas.search.prompts import NO_ANSWER, NO_HITS, NO_QUERY, PROMPT_SETS
 from drmas.mas.search.searcher import Searcher
 from drmas.mas.search.verifier import Verifier
@@ -95,7 +95,8 @@ def test_routing_batching_and_history():
     }
     act, log = scripted(script)
     retriever = FakeRetriever({"Alpha": "Alpha text.", "Beta": "Beta text."})
-    a, b, c = SearchOrchestra(max_turns=4, topk=2, retriever=retriever).run(problems("a", "b", "c"), act)
+    a, b, c = SearchOrchestra(SearchOptions(max_turns=4, topk=2, last_turn="answer"),
+                              retriever=retriever).run(problems("a", "b", "c"), act)
     # per turn: one verifier call for all active, one answerer call, one searcher call
     assert log == [("verifier", 3), ("answerer", 1), ("searcher", 2),
                    ("verifier", 2), ("answerer", 1), ("searcher", 1),
@@ -118,7 +119,8 @@ def test_only_a_tagged_answer_ends_an_episode():
     script = {"q": {"verifier": ["<verify>yes</verify>", "<verify>yes</verify>"],
                     "answerer": ["It is x.", "<answer>x</answer>"]}}
     act, log = scripted(script)
-    (ep,) = SearchOrchestra(max_turns=4, retriever=FakeRetriever({})).run(problems("q"), act)
+    (ep,) = SearchOrchestra(SearchOptions(max_turns=4, last_turn="answer"),
+                            retriever=FakeRetriever({})).run(problems("q"), act)
     assert log == [("verifier", 1), ("answerer", 1), ("verifier", 1), ("answerer", 1)]
     assert ep.history == [SearchStep("answerer")]          # the lost turn is in the history
     assert f"<information>{NO_ANSWER}</information>" in ep.turns[2].prompt[-1]["content"]
@@ -135,7 +137,8 @@ def test_last_turn_answers_without_the_verifier():
     }
     act, log = scripted(script)
     retriever = FakeRetriever({})
-    stuck, mute, tagless = SearchOrchestra(max_turns=4, retriever=retriever).run(
+    stuck, mute, tagless = SearchOrchestra(SearchOptions(max_turns=4, last_turn="answer"),
+                                           retriever=retriever).run(
         problems("stuck", "mute", "tagless"), act)
     assert log[-1] == ("answerer", 2) and ("verifier", 2) not in log[-2:]   # turn 4: no verifier
     assert [t.agent for t in stuck.turns][-2:] == ["searcher", "answerer"]
@@ -164,7 +167,7 @@ def test_last_turn_verified_routes_yes_to_the_answerer_and_no_to_nobody():
     }
     act, log = scripted(script)
     retriever = FakeRetriever({})
-    orchestra = SearchOrchestra(max_turns=4, retriever=retriever, last_turn="verify")
+    orchestra = SearchOrchestra(SearchOptions(max_turns=4, last_turn="verify"), retriever=retriever)
     stuck, late, mute, tagless = orchestra.run(problems("stuck", "late", "mute", "tagless"), act)
     # turn 4: one Verifier call for all four, the Answerer for the three "yes", no Searcher
     assert log[-2:] == [("verifier", 4), ("answerer", 3)]
@@ -188,18 +191,18 @@ def test_last_turn_flows_agree_before_the_last_turn():
         script = {"q": {"verifier": ["<verify>no</verify>", "<verify>yes</verify>"],
                         "searcher": ["<search>Alpha</search>"], "answerer": ["<answer>x</answer>"]}}
         act, log = scripted(script)
-        (ep,) = SearchOrchestra(max_turns=4, retriever=FakeRetriever({"Alpha": "A."}),
-                                last_turn=last_turn).run(problems("q"), act)
+        (ep,) = SearchOrchestra(SearchOptions(max_turns=4, last_turn=last_turn),
+                                retriever=FakeRetriever({"Alpha": "A."})).run(problems("q"), act)
         return log, [(t.agent, t.turn, t.gen.text) for t in ep.turns], ep.info
     assert run("answer") == run("verify")
-    with pytest.raises(ValueError, match="last_turn must be one of answer, verify"):
-        SearchOrchestra(retriever=FakeRetriever({}), last_turn="search")
+    with pytest.raises(ConfigError, match=r"last_turn: 'search' is not one of \['answer', 'verify'\]"):
+        SearchOptions(last_turn="search")
 
 
 def test_max_turns_one_verified():
     act, log = scripted({"q": {"verifier": ["<verify>no</verify>"]},
                          "r": {"verifier": ["<verify>yes</verify>"], "answerer": ["<answer>x</answer>"]}})
-    q, r = SearchOrchestra(max_turns=1, retriever=FakeRetriever({}), last_turn="verify").run(
+    q, r = SearchOrchestra(SearchOptions(max_turns=1, last_turn="verify"), retriever=FakeRetriever({})).run(
         problems("q", "r"), act)
     assert log == [("verifier", 2), ("answerer", 1)]           # the only turn is the last
     assert (q.info["forced_zero"], q.info["num_turns"], r.info["forced_zero"]) == (True, 1, False)
@@ -219,7 +222,8 @@ def test_evidence_stats_for_rows_that_name_their_passages():
     act, _ = scripted(script)
     rows = [{**p, "hops": ["Alpha", "Beta"]} for p in problems("early", "full", "stuck")]
     retriever = FakeRetriever({"Alpha": "Alpha text.", "Beta": "Beta text."})
-    early, full, stuck = SearchOrchestra(max_turns=4, retriever=retriever).run(rows, act)
+    early, full, stuck = SearchOrchestra(SearchOptions(max_turns=4, last_turn="answer"),
+                                         retriever=retriever).run(rows, act)
     assert (early.info["evidence_found"], early.info["answered_early"]) == (0, 1)
     assert (full.info["evidence_found"], full.info["answered_early"]) == (1, 0)
     assert (stuck.info["evidence_found"], stuck.info["answered_early"]) == (1, 0)   # no answer
@@ -232,7 +236,8 @@ def test_max_turns_one_and_score_semantics():
 
     act, log = scripted({"q": {"answerer": ["no tag"]},
                          "r": {"answerer": ["<answer>The X</answer> or <answer>Y</answer>"]}})
-    eps = SearchOrchestra(max_turns=1, retriever=FakeRetriever({})).run(problems("q", "r"), act)
+    eps = SearchOrchestra(SearchOptions(max_turns=1, last_turn="answer"),
+                          retriever=FakeRetriever({})).run(problems("q", "r"), act)
     assert log == [("answerer", 2)]                # a single turn is the last: no Verifier
     assert score_episodes(eps, get_reward("qa")) == [0.0, 1.0]   # the first answer counts
 
@@ -249,11 +254,14 @@ def test_build_orchestra_from_the_suite_file():
     from drmas.config.suites import load_suite
     from drmas.rollout.mas import build_orchestra
 
-    orchestra = build_orchestra(load_suite(ROOT / "benchmarks" / "search.yaml"), retriever=FakeRetriever({}))
-    assert (orchestra.max_turns, orchestra.topk) == (4, 3)
-    upstream = build_orchestra(load_suite(ROOT / "benchmarks" / "search.yaml"),
-                               retriever=FakeRetriever({}), prompt_set="upstream")
-    assert upstream.answerer.prompts is PROMPT_SETS["upstream"] and upstream.last_turn == "answer"
-    verified = build_orchestra(load_suite(ROOT / "benchmarks" / "search.yaml"),
-                               retriever=FakeRetriever({}), last_turn="verify")
-    assert verified.last_turn == "verify"
+    from drmas.config.profile import workflow_config
+
+    suite = load_suite(ROOT / "benchmarks" / "search.yaml")
+    paper = workflow_config([ROOT / "config" / "paper.yaml"], [])      # the upstream prompts
+    orchestra = build_orchestra(paper, suite, retriever=FakeRetriever({}))
+    assert orchestra.options == SearchOptions(max_turns=4, topk=3, last_turn="verify")
+    assert (orchestra.max_turns, orchestra.topk, orchestra.last_turn) == (4, 3, "verify")
+    assert orchestra.answerer.prompts is PROMPT_SETS["upstream"]
+    default = workflow_config([ROOT / "config" / "default.yaml"], [])  # mas_options.search
+    answered = build_orchestra(default, suite, retriever=FakeRetriever({}))
+    assert answered.last_turn == "answer" and answered.answerer.prompts is COMPACT

@@ -77,7 +77,7 @@ def test_validity_follows_the_prompt_set(agent, text, upstream, compact):
 
 def test_an_invalid_but_tagged_output_still_acts():
     """Upstream searches with, and ends on, tagged outputs whatever their format validity."""
-    from drmas.mas.search.orchestra import SearchOrchestra
+    from drmas.mas.search.orchestra import SearchOptions, SearchOrchestra
     from retrievers import FakeRetriever
     from scripted import recording
 
@@ -86,7 +86,7 @@ def test_an_invalid_but_tagged_output_still_acts():
                "answerer": ["<answer>a</answer>"]}                # no think pair: invalid
     act, _ = recording(replies)
     shelf = FakeRetriever({})                                     # finds nothing
-    (ep,) = SearchOrchestra(max_turns=4, retriever=shelf, prompt_set="upstream").run(
+    (ep,) = SearchOrchestra(SearchOptions(max_turns=4, last_turn="answer"), retriever=shelf, prompt_set="upstream").run(
         [{"question": "q?", "answers": ["a"]}], act)
     assert shelf.calls == [["q"]] and ep.answer == "<answer>a</answer>"
     assert [t.action.valid for t in ep.turns] == [True, False, True, False]

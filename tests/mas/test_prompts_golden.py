@@ -5,8 +5,8 @@ retrieval-tool formats, multi_turn_rollout/utils.py's system prompt) filled in b
 (the math team context and Solver role: tests/scripted.py).
 """
 
-from drmas.mas.math.orchestra import MathOrchestra
-from drmas.mas.search.orchestra import SearchOrchestra
+from drmas.mas.math.orchestra import MathOptions, MathOrchestra
+from drmas.mas.search.orchestra import SearchOptions, SearchOrchestra
 from drmas.retrieval.searcher import Hit
 from retrievers import FixedRetriever
 from scripted import MATH_VERIFIER_ROLE, SOLVER_ROLE, SYSTEM, math_prompt, recording
@@ -17,7 +17,7 @@ def test_math_upstream_prompts_at_every_turn():
     solver_1 = "3 * 4 = 12 and 2 + 12 = 15, so \\boxed{15}"
     verifier_1 = "But 2 + 12 = 14.\n<verify> reject </verify>"
     act, seen = recording({"solver": [solver_1, "2 + 12 = 14. \\boxed{14}"], "verifier": [verifier_1]})
-    (ep,) = MathOrchestra(max_loop=2, prompt_set="upstream").run(
+    (ep,) = MathOrchestra(MathOptions(max_loop=2), prompt_set="upstream").run(
         [{"question": "Compute 2 + 3 * 4.", "answers": ["14"]}], act)
     team_1 = f'\nThe output of "Solver Agent": {solver_1}\n'
     team_2 = team_1 + '\nThe output of "Verifier Agent": But 2 + 12 = 14.\n<verify>reject</verify>\n'
@@ -117,7 +117,7 @@ def test_search_upstream_prompts_at_every_turn():
     }
     act, seen = recording(outputs)
     shelf = FixedRetriever(ONE_SHELF, expect=["Varo birthplace"])
-    (ep,) = SearchOrchestra(max_turns=4, topk=2, retriever=shelf, prompt_set="upstream").run(
+    (ep,) = SearchOrchestra(SearchOptions(max_turns=4, topk=2, last_turn="answer"), retriever=shelf, prompt_set="upstream").run(
         [{"question": "Where was Varo born?", "answers": ["Korvath"]}], act)
     memory_2 = STEP_1 + "\nStep 2: \n"
     memory_3 = memory_2 + "\nStep 3: \n"
@@ -157,8 +157,7 @@ def last_turn_run(final_verdict: str, answers: list[str]):
     outputs["searcher"] = list(outputs["searcher"])
     act, seen = recording(outputs)
     shelf = FixedRetriever(ONE_SHELF, expect=["Varo birthplace"])
-    (ep,) = SearchOrchestra(max_turns=4, topk=2, retriever=shelf, prompt_set="upstream",
-                            last_turn="verify").run(
+    (ep,) = SearchOrchestra(SearchOptions(max_turns=4, topk=2, last_turn="verify"), retriever=shelf, prompt_set="upstream").run(
         [{"question": "Where was Varo born?", "answers": ["Korvath"]}], act)
     return ep, seen
 

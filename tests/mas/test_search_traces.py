@@ -6,10 +6,12 @@ from drmas.data.prepare import prepare_rows
 from drmas.errors import DataError, DrmasError
 from drmas.mas.search.demos import BOOST, MISTAKES, key_traces, search_agents, search_traces, simulate
 from drmas.mas.search.history import SearchEpisode
+from drmas.mas.search.orchestra import SearchOptions
 from drmas.registry import DEMONSTRATIONS
 from knowledge import SPEC, knowledge_index  # one index per session, shared
 
 AGENTS = search_agents()        # the compact prompt set's, the tiny models'
+ANSWER = SearchOptions(last_turn="answer")     # as `simulate` plays by default
 
 
 @pytest.fixture(scope="module")
@@ -47,16 +49,17 @@ def test_traces_use_the_agents_prompts(train_rows, searcher, prompt_set):
                 replay.history.append(next(history))            # a search or a lost answer
         assert next(history, None) is None
     raw = search_traces(train_rows[:40], seed=0, mistake_rate=0.3, retriever=searcher, boost={},
-                        prompt_set=prompt_set)
+                        options=ANSWER, prompt_set=prompt_set)
     assert raw == [t for d in demos for t in d.traces]
     flat = search_traces(train_rows[:40], seed=0, mistake_rate=0.3, retriever=searcher,
-                         prompt_set=prompt_set)
+                         options=ANSWER, prompt_set=prompt_set)
     assert flat == [t for d in demos
                     for t in d.traces + [k for k in key_traces(d) for _ in range(BOOST[k[0]])]]
     assert DEMONSTRATIONS.get("search")(train_rows[:40], seed=0, mistake_rate=0.3, retriever=searcher,
-                                        prompt_set=prompt_set) == flat
+                                        options=ANSWER, prompt_set=prompt_set) == flat
     if prompt_set != "compact":      # the same episodes, asked in other words
-        compact = search_traces(train_rows[:40], seed=0, mistake_rate=0.3, retriever=searcher)
+        compact = search_traces(train_rows[:40], seed=0, mistake_rate=0.3, retriever=searcher,
+                                options=ANSWER)
         assert [t[2] for t in compact] == [t[2] for t in flat]
         assert all(a[1] != b[1] for a, b in zip(compact, flat))
 
@@ -103,8 +106,9 @@ def test_boost_repeats_clean_queries_and_gold_answers(train_rows, searcher):
         assert query == f"<search> {hops[0]} </search>"
         assert "No searches yet." in s_prompt[-1]["content"]        # the first turn
         assert key[-1][2].endswith(f"<answer> {demo.row['answers'][0]} </answer>")
-    raw = search_traces(train_rows[:80], seed=0, mistake_rate=0.3, retriever=searcher, boost={})
-    flat = search_traces(train_rows[:80], seed=0, mistake_rate=0.3, retriever=searcher)
+    raw = search_traces(train_rows[:80], seed=0, mistake_rate=0.3, retriever=searcher, boost={},
+                        options=ANSWER)
+    flat = search_traces(train_rows[:80], seed=0, mistake_rate=0.3, retriever=searcher, options=ANSWER)
     share = [sum(a == "answerer" for a, _, _ in t) / len(t) for t in (raw, flat)]
     assert share[1] > 1.5 * share[0]
 
@@ -146,7 +150,11 @@ def test_demos_follow_a_verified_last_turn(train_rows, searcher):
     assert reached, "some demonstrations reach the last turn"
     with pytest.raises(ValueError, match="last_turn"):
         simulate(rows[:1], seed=0, mistake_rate=0.3, retriever=searcher, last_turn="nope")
-    # the registered builder (what `drmas warmstart` and `drmas tokenizer` call) passes it on
-    assert (DEMONSTRATIONS.get("search")(rows[:40], seed=0, mistake_rate=0.3, retriever=searcher,
-                                         last_turn="verify")
-            == search_traces(rows[:40], seed=0, mistake_rate=0.3, retriever=searcher, last_turn="verify"))
+    # the registered builder (what `drmas warmstart` and `drmas tokenizer` call) plays the MAS's
+    # options: the search benchmark's by default (`verify`)
+    verify = DEMONSTRATIONS.get("search")(rows[:40], seed=0, mistake_rate=0.3, retriever=searcher,
+                                          boost={}, options=SearchOptions())
+    assert verify == [t for d in verified[:40] for t in d.traces]
+    answer = DEMONSTRATIONS.get("search")(rows[:40], seed=0, mistake_rate=0.3, retriever=searcher,
+                                          boost={}, options=ANSWER)
+    assert answer == [t for d in answered[:40] for t in d.traces]

@@ -19,7 +19,7 @@ def test_one_step_updates_exactly_the_groups_with_rows(tiny_model_dir, math_rows
     cfg = make_config(tiny_model_dir)
     # max_loop 1: the verifier is never called, so its group gets no rows
     trainer = make_trainer(cfg, [r for r in math_rows if r["split"] == "train"], tmp_path,
-                           "nonshared", "drmas", suite=math_suite(max_loop=1))
+                           "nonshared", "drmas", suite=math_suite(mas_options={"max_loop": 1}))
     before = {g: params(grp) for g, grp in trainer.groups.items()}
     m = trainer.train_step()
     assert set(trainer.groups) == {"solver", "verifier"}

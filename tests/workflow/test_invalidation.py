@@ -147,10 +147,11 @@ def test_new_suite_runs_only_that_suite(touched):
                            "evaluate_run": 6, "evaluate_base": 3, "table": 1, "figures": 1}
 
 
-def test_search_last_turn_reruns_the_search_suite_from_its_tokenizer(touched):
-    """The demonstrations follow the last turn's flow, so the search tokenizer and warm
-    starts rerun, then every search run and evaluation; nothing of math."""
-    jobs = planned(touched, "search_last_turn=verify")
+def test_a_search_option_reruns_the_search_suite_from_its_tokenizer(touched):
+    """The demonstrations follow the last turn's flow (the search MAS's `last_turn` option),
+    so the search tokenizer and warm starts rerun, then every search run and evaluation;
+    nothing of math."""
+    jobs = planned(touched, "mas_options={search: {last_turn: verify}}")
     assert {w.split(",")[0] for _, w in jobs} == {"suite=search"}
     assert wildcards_of(jobs, "train") == runs(suites=("search",))
     assert count(jobs) == {"tokenizer": 1, "warmstart": 2, "train": 6, "evaluate_run": 6,

@@ -11,9 +11,9 @@ import yaml
 
 from drmas.config.profile import from_dict, load
 from drmas.errors import ConfigError
-from drmas.mas.math.orchestra import MathOrchestra
-from drmas.mas.search.orchestra import SearchOrchestra
-from drmas.config.suites import check_suites, load_suite, suite_path
+from drmas.mas.math.orchestra import MathOptions, MathOrchestra
+from drmas.mas.search.orchestra import SearchOptions, SearchOrchestra
+from drmas.config.suites import check_suites, load_suite, mas_options, suite_path
 from drmas.retrieval.searcher import Hit
 from repo import REPO as ROOT
 from retrievers import FixedRetriever
@@ -39,7 +39,8 @@ def test_smol_profile_converts_its_model_into_results():
     assert cfg.warm_started("smollm2") and cfg.models["smollm2"].warmstart["steps"] == 80
     assert {s: cfg.for_suite(s).warmstart.batch_size for s in cfg.suites} == {"math": 16, "search": 8}
     assert {s: cfg.dataset_key(s) for s in cfg.suites} == {"math": "default", "search": "default"}
-    assert cfg.search_last_turn == "verify"        # under `answer` RL's signal ran out (results.md)
+    # the search benchmark's last turn (verify): under `answer` RL's signal ran out (results.md)
+    assert "search" not in cfg.mas_options and mas_options(cfg, suites["search"]).last_turn == "verify"
 
 
 @pytest.mark.parametrize("change, fragment", [
@@ -85,7 +86,7 @@ def test_smol_math_prompts_at_every_turn():
              "\\boxed{ANSWER}, where ANSWER is your result.")
     first, critique = "2 + 3 * 4 = 20. The final answer is \\boxed{20}.", "3 * 4 comes first. <verify> reject </verify>"
     act, seen = recording({"solver": [first, "\\boxed{14}"], "verifier": [critique]})
-    (ep,) = MathOrchestra(max_loop=2, prompt_set="smol").run(
+    (ep,) = MathOrchestra(MathOptions(max_loop=2), prompt_set="smol").run(
         [{"question": "Compute 2 + 3 * 4.", "answers": ["14"]}], act)
     user = lambda text: [{"role": "user", "content": text}]          # the model's own system prompt
     assert seen == [
@@ -106,7 +107,7 @@ def test_smol_search_prompts_name_one_line_per_role():
     act, seen = recording({"verifier": ["<verify>no</verify>", "<verify>yes</verify>"],
                            "searcher": ["<search>Aaron brother</search>"],
                            "answerer": ["<answer>Moses</answer>"]})
-    (ep,) = SearchOrchestra(max_turns=4, topk=1, retriever=FixedRetriever(LIBRARY),
+    (ep,) = SearchOrchestra(SearchOptions(max_turns=4, topk=1, last_turn="answer"), retriever=FixedRetriever(LIBRARY),
                             prompt_set="smol").run(
         [{"question": "Who was Aaron's brother?", "answers": ["Moses"]}], act)
     assert [agent for agent, _ in seen] == ["verifier", "searcher", "verifier", "answerer"]

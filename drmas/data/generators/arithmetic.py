@@ -15,6 +15,24 @@ in training about 9 times, and its second step works on the model's own product;
 fails almost only where the start amount is 5 or less, the size of a change (1-5), and the
 model then writes the start amount twice ("3 - 3 = 2" for "has 3, gives away 2"): 35%
 solved there, 84% elsewhere.
+
+Difficulty knobs: options of a source beside `level` (benchmarks/math.yaml shows them). Left
+out, a source makes exactly the problems it made before the knobs existed (same random draws;
+tests/data/test_arithmetic_knobs.py holds the hashes of the benchmark files' datasets).
+- `ops` (default: the level's, 1 or 2; 1 after level 3's product): how many additions or
+  subtractions follow the start amount (or the product), 1-8;
+- `start` (default [2, 20]): the range of the start amount (levels 1 and 2);
+- `operands` (default [1, 5]): the range of each amount added or taken away;
+- `carries` (default: not constrained): true makes every addition carry and every
+  subtraction borrow in the ones digit, false makes none of them do (level 3's product is
+  not constrained);
+- `distractors` (default 0): that many sentences with quantities that do not count (another
+  person's items, or the person's items of another kind); the steps then name their item
+  ("Ann gets 3 apples.") so that every sentence says whose items and which ones it counts.
+An entry-level option `revise_demos` (default 0) marks that share of the train rows with
+`"revise": true`: their warm-start demonstration (drmas/mas/math/demos.py) is a Solver draft
+with a slip, the Verifier's rejection and the Solver's corrected answer. Every problem's gold
+answer is recomputed from its steps (`check_steps`) before it is kept.
 """
 
 from __future__ import annotations
@@ -27,25 +45,55 @@ NAMES = ["Ann", "Ben", "Cara", "Dev", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jo", 
 ITEMS = ["apples", "books", "coins", "pens", "shells", "stamps", "cards", "beads", "eggs", "nuts"]
 
 LEVELS = (1, 2, 3)
+SOURCE_OPTIONS = ("level", "ops", "start", "operands", "carries", "distractors")
+ENTRY_OPTIONS = ("kind", "generator", "train_problems", "test_problems", "sources", "revise_demos")
+MAX_OPS = 8
+MAX_TRIES = 20000             # draws in a row that give no new problem before giving up
 
 
 def _apply(a: int, op: str, b: int) -> int:
     return a + b if op == "+" else a - b if op == "-" else a * b
 
 
-def _add_or_sub(rng: random.Random, total: int) -> tuple[str, int]:
-    """An addition, or a subtraction that keeps the running total positive."""
-    if total > 2 and rng.random() < 0.5:
-        return "-", rng.randint(1, min(5, total - 1))
-    return "+", rng.randint(1, 5)
+def carries(a: int, op: str, b: int) -> bool:
+    """Whether `a op b` carries (addition) or borrows (subtraction) in the ones digit."""
+    return a % 10 + b % 10 >= 10 if op == "+" else a % 10 < b % 10
 
 
-def make_problem(rng: random.Random, level: int) -> tuple[str, list[list]]:
-    """Return (question, steps) for one problem of the given form (`level`).
+def _add_or_sub(rng: random.Random, total: int, operands: tuple[int, int] = (1, 5),
+                carry: bool | None = None) -> tuple[str, int] | None:
+    """An addition, or a subtraction that keeps the running total positive; with `carry`
+    set, one whose carry (borrow) is `carry`, drawn among all that fit (None: none fits)."""
+    lo, hi = operands
+    if carry is not None:
+        fits = [(op, b) for op in "+-" for b in range(lo, hi + 1)
+                if (op == "+" or b < total) and carries(total, op, b) == carry]
+        return rng.choice(fits) if fits else None
+    if total > max(2, lo) and rng.random() < 0.5:
+        return "-", rng.randint(lo, min(hi, total - 1))
+    return "+", rng.randint(lo, hi)
+
+
+def check_steps(steps: list[list]) -> int:
+    """The gold answer, recomputed: each step's result is its operation's, each step starts
+    from the previous result, every amount stays positive. An AssertionError otherwise."""
+    for i, (a, op, b, result) in enumerate(steps):
+        assert result == _apply(a, op, b) and result > 0, steps
+        assert i == 0 or a == steps[i - 1][3], steps
+    return steps[-1][3]
+
+
+def make_problem(rng: random.Random, level: int, ops: int | None = None,
+                 start: tuple[int, int] = (2, 20), operands: tuple[int, int] = (1, 5),
+                 carry: bool | None = None, distractors: int = 0) -> tuple[str, list[list]] | None:
+    """Return (question, steps) for one problem of the given form (`level`), or None when
+    the knobs leave no operation that fits (a `carry` constraint; the caller draws again).
 
     level 1: one addition or subtraction of a digit; level 2: two of them; level 3: a small
     product then an addition or subtraction (not harder for a tiny model: see above).
     Numbers stay small so that a tiny model can learn the arithmetic in a short warm start.
+    The other arguments are the difficulty knobs (module docstring); their defaults draw
+    exactly what the function drew before they existed.
     """
     name, item = rng.choice(NAMES), rng.choice(ITEMS)
     steps: list[list] = []
@@ -53,49 +101,161 @@ def make_problem(rng: random.Random, level: int) -> tuple[str, list[list]]:
         boxes, per_box = rng.randint(2, 4), rng.randint(2, 6)
         total = boxes * per_box
         steps.append([boxes, "*", per_box, total])
-        text = f"{name} buys {boxes} bags with {per_box} {item} each."
+        sentences = [f"{name} buys {boxes} bags with {per_box} {item} each."]
         n_more = 1
     else:
-        total = rng.randint(2, 20)
-        text = f"{name} has {total} {item}."
+        total = rng.randint(*start)
+        sentences = [f"{name} has {total} {item}."]
         n_more = level
-    for _ in range(n_more):
-        op, b = _add_or_sub(rng, total)
+    for _ in range(n_more if ops is None else ops):
+        drawn = _add_or_sub(rng, total, operands, carry)
+        if drawn is None:
+            return None
+        op, b = drawn
         new = _apply(total, op, b)
         steps.append([total, op, b, new])
         verb = "gets" if op == "+" else "gives away"
-        text += f" {name} {verb} {b}."
+        sentences.append(f"{name} {verb} {b} {item}." if distractors else f"{name} {verb} {b}.")
         total = new
+    for _ in range(distractors):    # quantities that do not count, anywhere after the first
+        other = rng.choice([n for n in NAMES if n != name])
+        if rng.random() < 0.5:
+            fake = f"{other} has {rng.randint(*start)} {item}."
+        else:
+            fake = f"{name} has {rng.randint(*start)} {rng.choice([i for i in ITEMS if i != item])}."
+        sentences.insert(rng.randint(1, len(sentences)), fake)
+    text = " ".join(sentences)
     return f"{text} How many {item} does {name} have now?", steps
 
 
-def generate(sources: dict[str, dict], train_problems: int, test_problems: int, seed: int) -> list[dict]:
+def _span(value, key: str, where: str, floor: int) -> tuple[int, int]:
+    from drmas.errors import ConfigError
+
+    if (not isinstance(value, list) or len(value) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+            or not floor <= value[0] <= value[1] <= 999):
+        raise ConfigError(f"{where}.{key}: must be [low, high], integers with "
+                          f"{floor} <= low <= high <= 999, got {value!r}")
+    return value[0], value[1]
+
+
+def source_knobs(conf, where: str) -> dict:
+    """A source's options checked (one ConfigError line naming the key) -> make_problem's
+    keyword arguments (only the knobs given)."""
+    from drmas.errors import ConfigError
+
+    if not isinstance(conf, dict):
+        raise ConfigError(f"{where}: must be a mapping of options (level: 1, ...), got {conf!r}")
+    unknown = sorted(set(conf) - set(SOURCE_OPTIONS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown option(s) {', '.join(map(str, unknown))}; "
+                          f"known: {', '.join(SOURCE_OPTIONS)}")
+    level = conf.get("level")
+    if isinstance(level, bool) or level not in LEVELS:
+        raise ConfigError(f"{where}.level: arithmetic level must be one of {LEVELS}, got {level!r}")
+    knobs: dict = {}
+    if "ops" in conf:
+        ops = conf["ops"]
+        if isinstance(ops, bool) or not isinstance(ops, int) or not 1 <= ops <= MAX_OPS:
+            raise ConfigError(f"{where}.ops: must be an integer from 1 to {MAX_OPS}, got {ops!r}")
+        knobs["ops"] = ops
+    if "start" in conf:
+        knobs["start"] = _span(conf["start"], "start", where, 1)
+    if "operands" in conf:
+        knobs["operands"] = _span(conf["operands"], "operands", where, 1)
+    if "carries" in conf:
+        if not isinstance(conf["carries"], bool):
+            raise ConfigError(f"{where}.carries: must be true or false, got {conf['carries']!r}")
+        knobs["carry"] = conf["carries"]
+    if "distractors" in conf:
+        d = conf["distractors"]
+        if isinstance(d, bool) or not isinstance(d, int) or not 0 <= d <= 5:
+            raise ConfigError(f"{where}.distractors: must be an integer from 0 to 5, got {d!r}")
+        knobs["distractors"] = d
+    return knobs
+
+
+def revise_share(spec: dict, where: str) -> float:
+    """The entry's `revise_demos` share (0 when absent), checked."""
+    from drmas.errors import ConfigError
+
+    share = spec.get("revise_demos", 0)
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
+        raise ConfigError(f"{where}.revise_demos: must be a number from 0 to 1, got {share!r}")
+    return float(share)
+
+
+def mark_revise(rows: list[dict], share: float, seed: int) -> None:
+    """Mark a `share` of the train rows `"revise": true` (their own random stream: the rows
+    themselves do not change; nothing is marked, no field added, when `share` is 0)."""
+    if share <= 0:
+        return
+    rng = random.Random(f"revise-demos-{seed}")
+    for row in rows:
+        if row["split"] == "train" and rng.random() < share:
+            row["revise"] = True
+
+
+def check_spec(spec: dict, where: str = "datasets") -> None:
+    """The entry's and its sources' options (called when a benchmark file is loaded and
+    before generating): an unknown or bad one is one ConfigError line naming its key."""
+    from drmas.errors import ConfigError
+
+    unknown = sorted(set(spec) - set(ENTRY_OPTIONS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown option(s) {', '.join(map(str, unknown))} for the "
+                          f"arithmetic generator; known: {', '.join(ENTRY_OPTIONS)}")
+    sources = spec.get("sources")
+    if not isinstance(sources, dict) or not sources:
+        raise ConfigError(f"{where}.sources: must be a non-empty mapping of data_source -> options")
+    for name, conf in sources.items():
+        source_knobs(conf, f"{where}.sources.{name}")
+    revise_share(spec, where)
+
+
+def generate(sources: dict[str, dict], train_problems: int, test_problems: int, seed: int,
+             revise_demos: float = 0.0) -> list[dict]:
     """Train rows spread evenly over the sources, plus `test_problems` test rows per source.
 
-    Test questions never appear in the train split (deduplicated by question text).
+    Test questions never appear in the train split (deduplicated by question text). A
+    source's knobs that leave fewer distinct problems than it needs are a ConfigError.
     """
+    from drmas.errors import ConfigError
+
     rng = random.Random(seed)
     rows: list[dict] = []
     seen: set[str] = set()
     names = list(sources)
     for split, per_source in (("test", test_problems), ("train", -(-train_problems // len(names)))):
         for source in names:
-            level = int(sources[source]["level"])
-            if level not in LEVELS:
-                raise ValueError(f"arithmetic level must be one of {LEVELS}, got {level}")
-            made = 0
+            knobs = source_knobs(sources[source], f"sources.{source}")
+            level = sources[source]["level"]
+            made = tries = 0
             while made < per_source:
-                question, steps = make_problem(rng, level)
-                if question in seen:
+                problem = make_problem(rng, level, **knobs)
+                tries += 1
+                if problem is None or problem[0] in seen:
+                    if tries >= MAX_TRIES:
+                        raise ConfigError(f"arithmetic: sources.{source}: its options give too "
+                                          f"few distinct problems ({made} new of {per_source} "
+                                          f"{split} problems in {MAX_TRIES} draws); widen them")
                     continue
+                question, steps = problem
+                tries = 0
                 seen.add(question)
                 rows.append({"id": f"{source}-{split}-{made}", "data_source": source,
-                             "question": question, "answers": [str(steps[-1][3])],
+                             "question": question, "answers": [str(check_steps(steps))],
                              "split": split, "steps": steps})
                 made += 1
+    mark_revise(rows, revise_demos, seed)
     return rows
 
 
 @GENERATORS.register("arithmetic")
 def _arithmetic(spec: dict, seed: int) -> list[dict]:
-    return generate(spec["sources"], int(spec["train_problems"]), int(spec["test_problems"]), seed)
+    check_spec(spec)
+    return generate(spec["sources"], int(spec["train_problems"]), int(spec["test_problems"]), seed,
+                    revise_demos=revise_share(spec, "datasets"))
+
+
+_arithmetic.check = check_spec      # run by drmas.data.prepare.check_names when a file loads

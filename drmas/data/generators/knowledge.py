@@ -35,6 +35,23 @@ lower (50.1 vs 59.8 over 40 questions each, kb-multi reweighted to kb-single's t
 With balanced splits the base model scores kb-single 69.7 [57.2, 81.9], kb-multi 63.8
 [49.7, 75.6] over 40 questions each (95% bootstrap intervals over questions; one machine,
 one warm start); on the first 20, 68.4 and 70.6, a difference far inside the intervals.
+
+Difficulty knobs (benchmarks/search.yaml shows them). Left out, the generator makes exactly
+the knowledge base, corpus and rows it made before they existed (tests/data/
+test_knowledge_knobs.py holds the hashes of the benchmark file's dataset):
+- a source's `hops` (1, 2 or 3; required): 3 is two relations, then a fact of the entity
+  they lead to, "What is the river of the birthplace of the founder of Tobel Society?"; its
+  rows carry `bridges` (the first two hops' answers; `bridge` is the first of them);
+- the entry's `similar` (default 0): that many look-alike entities added to the knowledge
+  base and corpus, each a person or an organisation whose name differs from an original's in
+  one letter ("Varo Telmin" / "Vara Telmin") and whose facts are the original's but one; the
+  rows of questions about an entity that has a look-alike name it in `lookalike`;
+- the entry's `multi_share` (default: an even split over the sources): the share of train
+  rows that come from the multi-hop sources (`hops` 2 or 3), split evenly among them, the
+  rest from the single-hop ones (each source still has `test_problems` test rows);
+- the entry's `revise_demos` (default 0): marks that share of the train rows `"revise": true`;
+  their warm-start demonstration (drmas/mas/search/demos.py) starts with a search for a
+  wrong (look-alike) name, the Verifier's "no" and the Searcher's extra search.
 """
 
 from __future__ import annotations
@@ -48,6 +65,9 @@ from drmas.registry import CORPORA, GENERATORS
 ONSETS = "b d f g h k l m n p r s t v z".split()
 VOWELS = "a e i o u".split()
 CODAS = ["", "", "", "n", "r", "l", "m"]
+SOURCE_OPTIONS = ("hops",)
+ENTRY_OPTIONS = ("kind", "generator", "train_problems", "test_problems", "sources", "entities",
+                 "similar", "multi_share", "revise_demos")
 STOPWORDS = {"into", "then", "there", "they", "this", "that", "these", "will", "with", "such"}
 
 OCCUPATIONS = ("potter", "weaver", "sailor", "baker", "miner", "scribe", "healer", "smith",
@@ -82,6 +102,7 @@ class Entity:
     name: str
     kind: str
     attrs: dict[str, str] = field(default_factory=dict)
+    twin: str | None = None             # the look-alike's name (knob `similar`), if any
 
 
 class _Names:
@@ -109,8 +130,54 @@ def _counts(n: int) -> dict[str, int]:
     return counts
 
 
-def build_kb(n_entities: int = 300, seed: int = 0) -> dict[str, Entity]:
-    """The knowledge base: entity name -> Entity, in a fixed order for a given seed."""
+def _other_value(attr: str, value: str, kind: str, kb: dict[str, Entity], rng: random.Random) -> str:
+    """Another value of the same type as `value` (`kind`'s attribute `attr`)."""
+    vtype = ATTRS[kind][attr]
+    if vtype == "year":
+        return str(int(value) + rng.choice([-3, -2, -1, 1, 2, 3]))
+    if vtype == "occupation":
+        return rng.choice([o for o in OCCUPATIONS if o != value])
+    if vtype == "river":
+        return rng.choice(sorted({e.attrs["river"] for e in kb.values() if e.kind == "city"} - {value}))
+    return rng.choice([n for n, e in kb.items() if e.kind == vtype and n != value])
+
+
+def _lookalike_name(name: str, taken: set[str], rng: random.Random) -> str | None:
+    """`name` with one vowel of its first word changed, not taken (None when none is free)."""
+    first, _, rest = name.partition(" ")
+    options = [first[:i] + v + first[i + 1:] for i, c in enumerate(first) if c.lower() in VOWELS
+               for v in VOWELS if v != c.lower() and i > 0]
+    options = [f"{o} {rest}".strip() for o in options]
+    options = [o for o in options if o not in taken and o.split(" ")[0].lower() not in STOPWORDS]
+    return rng.choice(options) if options else None
+
+
+def add_lookalikes(kb: dict[str, Entity], n: int, seed: int) -> dict[str, Entity]:
+    """`n` look-alikes appended to `kb` (knob `similar`): each copies a person or an
+    organisation with one letter of its name and one of its facts changed. Drawn from their
+    own random stream, after the knowledge base is built: the rest of it does not change."""
+    rng = random.Random(f"lookalikes-{seed}")
+    originals = [e for e in kb.values() if e.kind in ("person", "org")]
+    if n > len(originals):
+        raise ConfigError(f"knowledge: similar must be <= {len(originals)} (people and "
+                          f"organisations) for this many entities, got {n}")
+    taken = set(kb)
+    for original in rng.sample(originals, n):
+        name = _lookalike_name(original.name, taken, rng)
+        if name is None:
+            continue
+        attrs = dict(original.attrs)
+        changed = rng.choice(sorted(attrs))
+        attrs[changed] = _other_value(changed, attrs[changed], original.kind, kb, rng)
+        taken.add(name)
+        original.twin = name
+        kb[name] = Entity(name, original.kind, attrs, twin=original.name)
+    return kb
+
+
+def build_kb(n_entities: int = 300, seed: int = 0, similar: int = 0) -> dict[str, Entity]:
+    """The knowledge base: entity name -> Entity, in a fixed order for a given seed; with
+    `similar`, that many look-alikes at its end (`add_lookalikes`)."""
     rng = random.Random(seed)
     names = _Names(rng)
     counts = _counts(n_entities)
@@ -135,7 +202,8 @@ def build_kb(n_entities: int = 300, seed: int = 0) -> dict[str, Entity]:
     for person in people:
         person.attrs = {"birthplace": rng.choice(cities).name, "birth year": str(born[person.name]),
                         "occupation": rng.choice(OCCUPATIONS), "employer": rng.choice(orgs).name}
-    return {e.name: e for e in countries + cities + orgs + people}
+    kb = {e.name: e for e in countries + cities + orgs + people}
+    return add_lookalikes(kb, similar, seed) if similar else kb
 
 
 def documents(kb: dict[str, Entity]) -> list[dict]:
@@ -171,28 +239,48 @@ def questions(kb: dict[str, Entity], hops: int, rng: random.Random) -> list[dict
     """Every question of `hops` hops the KB supports (before splitting), in KB order.
 
     A two-hop question whose answer is the entity it starts from (e.g. "the country of the
-    capital of Selmar") is skipped: it needs no lookup at all.
+    capital of Selmar") is skipped: it needs no lookup at all. A three-hop one is skipped as
+    well when a later hop comes back to an entity already on its path (it would be shorter).
+    Questions about an entity that has a look-alike (knob `similar`) name it in `lookalike`.
     """
-    if hops not in (1, 2):
-        raise ConfigError(f"knowledge: hops must be 1 or 2, got {hops}")
+    if hops not in (1, 2, 3):
+        raise ConfigError(f"knowledge: hops must be 1, 2 or 3, got {hops}")
     out = []
     for e in kb.values():
         if hops == 1:
             steps = [(e.name, [], None, e)]
-        else:        # via a relation: "the employer of X" leads to the organisation's facts
+        elif hops == 2:  # via a relation: "the employer of X" leads to the organisation's facts
             steps = [("the " + FACT.format(attr=rel, x=e.name), [FACT.format(attr=rel, x=e.name)],
                       e.attrs[rel], kb[e.attrs[rel]])
                      for rel, vtype in ATTRS[e.kind].items() if vtype in KIND_SHARES]
+        else:            # two relations: "the founder of the employer of X"
+            steps = []
+            for rel, vtype in ATTRS[e.kind].items():
+                if vtype not in KIND_SHARES:
+                    continue
+                mid = kb[e.attrs[rel]]
+                for rel2, vtype2 in ATTRS[mid.kind].items():
+                    if vtype2 not in KIND_SHARES or mid.attrs[rel2] in (e.name, mid.name):
+                        continue
+                    inner = "the " + FACT.format(attr=rel, x=e.name)
+                    steps.append(("the " + FACT.format(attr=rel2, x=inner),
+                                  [FACT.format(attr=rel, x=e.name), FACT.format(attr=rel2, x=mid.name)],
+                                  [mid.name, mid.attrs[rel2]], kb[mid.attrs[rel2]]))
         for phrase, first, bridge, target in steps:
             for attr, vtype in ATTRS[target.kind].items():
                 value = target.attrs[attr]
-                if value == e.name:
+                if value == e.name or hops == 3 and value in bridge:
                     continue
-                out.append({"question": ask(attr, phrase, vtype),
-                            "answers": _aliases(value, vtype), "answer_type": vtype,
-                            "hops": first + [FACT.format(attr=attr, x=target.name)],
-                            "bridge": bridge,
-                            "distractors": _distractors(value, vtype, kb, rng)})
+                q = {"question": ask(attr, phrase, vtype),
+                     "answers": _aliases(value, vtype), "answer_type": vtype,
+                     "hops": first + [FACT.format(attr=attr, x=target.name)],
+                     "bridge": bridge[0] if hops == 3 else bridge,
+                     "distractors": _distractors(value, vtype, kb, rng)}
+                if hops == 3:
+                    q["bridges"] = bridge
+                if e.twin:
+                    q["lookalike"] = e.twin
+                out.append(q)
     return out
 
 
@@ -212,8 +300,53 @@ def balanced_split(pool: list[dict], n: int) -> tuple[list[dict], list[dict]]:
     return [pool[i] for i in picked], [q for i, q in enumerate(pool) if i not in chosen]
 
 
+def _train_counts(sources: dict[str, dict], train_problems: int,
+                  multi_share: float | None) -> dict[str, int]:
+    """Train rows per source: an even split, or `multi_share` of them over the multi-hop
+    sources and the rest over the single-hop ones (each group split evenly)."""
+    if multi_share is None:
+        return {s: -(-train_problems // len(sources)) for s in sources}
+    multi = [s for s, conf in sources.items() if (conf or {}).get("hops", 0) >= 2]
+    single = [s for s in sources if s not in multi]
+    if not multi or not single:
+        raise ConfigError("knowledge: multi_share needs single-hop and multi-hop sources, got "
+                          f"{len(single)} single-hop and {len(multi)} multi-hop")
+    n_multi = round(train_problems * multi_share)
+    return {s: -(-(n_multi if s in multi else train_problems - n_multi) // len(group))
+            for group in (multi, single) for s in group}
+
+
+def check_spec(spec: dict, where: str = "datasets") -> None:
+    """The entry's and its sources' options (called when a benchmark file is loaded and
+    before generating): an unknown or bad one is one ConfigError line naming its key."""
+    unknown = sorted(set(spec) - set(ENTRY_OPTIONS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown option(s) {', '.join(map(str, unknown))} for the "
+                          f"knowledge generator; known: {', '.join(ENTRY_OPTIONS)}")
+    sources = spec.get("sources")
+    if not isinstance(sources, dict) or not sources:
+        raise ConfigError(f"{where}.sources: must be a non-empty mapping of data_source -> options")
+    for name, conf in sources.items():
+        if not isinstance(conf, dict):
+            raise ConfigError(f"{where}.sources.{name}: must be a mapping of options (hops: 1), got {conf!r}")
+        bad = sorted(set(conf) - set(SOURCE_OPTIONS))
+        if bad:
+            raise ConfigError(f"{where}.sources.{name}: unknown option(s) {', '.join(map(str, bad))}; "
+                              f"known: {', '.join(SOURCE_OPTIONS)}")
+        if isinstance(conf.get("hops"), bool) or conf.get("hops") not in (1, 2, 3):
+            raise ConfigError(f"{where}.sources.{name}.hops: must be 1, 2 or 3, got {conf.get('hops')!r}")
+    similar = spec.get("similar", 0)
+    if isinstance(similar, bool) or not isinstance(similar, int) or similar < 0:
+        raise ConfigError(f"{where}.similar: must be an integer >= 0, got {similar!r}")
+    for key in ("multi_share", "revise_demos"):
+        value = spec.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            raise ConfigError(f"{where}.{key}: must be a number from 0 to 1, got {value!r}")
+
+
 def generate(sources: dict[str, dict], train_problems: int, test_problems: int, seed: int,
-             entities: int = 300) -> list[dict]:
+             entities: int = 300, similar: int = 0, multi_share: float | None = None,
+             revise_demos: float = 0.0) -> list[dict]:
     """`test_problems` test rows per source (`balanced_split`: answer types in turn), then
     train rows split evenly over the sources, then `heldout` rows: every question of the pool
     in neither split (pool order).
@@ -223,12 +356,16 @@ def generate(sources: dict[str, dict], train_problems: int, test_problems: int, 
     nothing is held out. The held-out rows change neither other split; they measure a model
     on many unseen questions where the test split's few leave a wide interval (with 300
     entities: 625 two-hop and 25 one-hop questions; `drmas evaluate --split heldout`).
+    The knobs (`similar`, `multi_share`, `revise_demos`, `hops: 3`): module docstring.
     """
-    kb = build_kb(entities, seed)
+    from drmas.data.generators.arithmetic import mark_revise
+
+    kb = build_kb(entities, seed, similar)
     rng = random.Random(seed + 7919)
-    per_source = -(-train_problems // len(sources))
+    counts = _train_counts(sources, train_problems, multi_share)
     rows: list[dict] = []
     for source, conf in sources.items():
+        per_source = counts[source]
         pool = questions(kb, int((conf or {}).get("hops", 0)), rng)
         rng.shuffle(pool)
         if len(pool) <= test_problems:
@@ -240,15 +377,21 @@ def generate(sources: dict[str, dict], train_problems: int, test_problems: int, 
         for split, part in (("test", test), ("train", train), ("heldout", heldout)):
             rows += [{"id": f"{source}-{split}-{i}", "data_source": source, "split": split, **q}
                      for i, q in enumerate(part)]
+    mark_revise(rows, revise_demos, seed)
     return rows
 
 
 @GENERATORS.register("knowledge")
 def _knowledge(spec: dict, seed: int) -> list[dict]:
+    check_spec(spec)
     return generate(spec["sources"], int(spec["train_problems"]), int(spec["test_problems"]),
-                    seed, entities=int(spec.get("entities", 300)))
+                    seed, entities=int(spec.get("entities", 300)), similar=spec.get("similar", 0),
+                    multi_share=spec.get("multi_share"), revise_demos=spec.get("revise_demos", 0))
+
+
+_knowledge.check = check_spec        # run by drmas.data.prepare.check_names when a file loads
 
 
 @CORPORA.register("knowledge")
 def _knowledge_corpus(spec: dict, seed: int) -> list[dict]:
-    return documents(build_kb(int(spec.get("entities", 300)), seed))
+    return documents(build_kb(int(spec.get("entities", 300)), seed, spec.get("similar", 0)))

@@ -5,6 +5,11 @@ models, the profile's for a pretrained model's warm start), so the warm-started 
 exactly what it will see during RL. A share of traces carries deliberate mistakes (a wrong
 step, a wrong verdict, a broken format), so the warm-started policy is sometimes right and RL
 has something to improve.
+
+Rows marked `"revise": true` (the generator's `revise_demos` share, benchmarks/math.yaml) get
+a revision instead: a worked draft with a slip in its last step, the Verifier re-solving it
+and rejecting it, and the Solver's second, correct answer (`revise_texts`). With no marked
+rows (the default) the demonstrations are the same as without the option.
 """
 
 from __future__ import annotations
@@ -72,6 +77,15 @@ def _verifier_text(steps: list[list], proposed: int | None, rng: random.Random,
     return text
 
 
+def revise_texts(steps: list[list], rng: random.Random) -> tuple[str, str, str]:
+    """(draft, verdict, answer): a worked draft whose last result is off by 1 or 2, the
+    Verifier's re-solution with `reject`, the Solver's worked, right answer."""
+    a, op, b, result = steps[-1]
+    wrong = rng.choice([v for v in (result - 2, result - 1, result + 1, result + 2) if v >= 0])
+    draft = f"{_fmt(steps[:-1] + [[a, op, b, wrong]])} \\boxed{{{wrong}}}"
+    return draft, f"{_fmt(steps)} <verify>reject</verify>", f"{_fmt(steps)} \\boxed{{{result}}}"
+
+
 @DEMONSTRATIONS.register("math")
 def math_traces(rows: list[dict], seed: int, mistake_rate: float, prompt_set: str = "compact",
                 **_) -> list[Trace]:
@@ -85,6 +99,14 @@ def math_traces(rows: list[dict], seed: int, mistake_rate: float, prompt_set: st
     traces: list[Trace] = []
     for row in rows:
         ep = Episode(problem=row)
+        if row.get("revise"):                   # Solver (a slip) -> Verifier (reject) -> Solver
+            for loop, (agent, text) in enumerate(zip((solver, verifier, solver),
+                                                     revise_texts(row["steps"], rng))):
+                prompt = agent.prompt(ep)
+                traces.append((agent.name, prompt, text))
+                ep.turns.append(Turn(agent.name, loop // 2, prompt, SimpleNamespace(text=text),
+                                     agent.parse(text)))
+            continue
         for loop in range(2):
             prompt = solver.prompt(ep)
             text, answer = _solver_text(row["steps"], rng, mistake_rate if loop == 0 else mistake_rate / 2)

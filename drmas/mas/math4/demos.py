@@ -21,6 +21,7 @@ from types import SimpleNamespace
 
 from drmas.mas.base import Episode, Turn
 from drmas.mas.math.demos import _fmt, _solver_text, _verifier_text
+from drmas.mas.math.loop import MathOptions
 from drmas.mas.math.solver import Solver
 from drmas.mas.math.verifier import Verifier
 from drmas.mas.math4.critic import Critic
@@ -69,10 +70,12 @@ def _play(ep: Episode, agent, text: str, loop: int, traces: list[Trace]) -> None
 
 
 @DEMONSTRATIONS.register("math4")
-def math4_traces(rows: list[dict], seed: int, mistake_rate: float, max_loop: int = 2,
-                 prompt_set: str = "compact", **_) -> list[Trace]:
+def math4_traces(rows: list[dict], seed: int, mistake_rate: float,
+                 options: MathOptions = MathOptions(), prompt_set: str = "compact",
+                 **_) -> list[Trace]:
     """Demonstrations of all four roles from generated problems that carry `steps`, in the
-    prompts of `prompt_set`."""
+    prompts of `prompt_set`, looped as the orchestra (`options.max_loop`)."""
+    max_loop = options.max_loop
     rng = random.Random(seed)
     prompts = PROMPT_SETS[prompt_set]
     solver, critic = Solver(prompts), Critic(prompts)

@@ -10,7 +10,7 @@ The expert behind the demonstrations reads the retrieved passages: it says "no" 
 the next title of the row's `hops` until every hop's passage has come back, then says "yes"
 and answers with the gold answer. Single-hop: search the fact ("capital of Tobinon"), answer.
 Multi-hop: search the first fact, then the fact of the bridge entity it names, answer. The
-last turn follows the orchestra's `last_turn` (the config's `search_last_turn`): under
+last turn follows the MAS's `last_turn` option (`SearchOptions`, as the orchestra): under
 `answer` there is no Verifier call and the Answerer answers with what it has; under `verify`
 the Verifier judges it as any turn ("yes" only when every hop's passage is in) and a "no"
 ends the episode without an answer (no Searcher call).
@@ -24,6 +24,13 @@ sometimes wrong and RL has something to improve:
 - wrong_answer: the information is there but the answer is a distractor;
 - broken_format: one output without its tag (an answer, which loses the turn, a query or a
   "yes" verdict).
+Rows marked `"revise": true` (the generator's `revise_demos` share, benchmarks/search.yaml)
+are played as `revise` episodes instead, when there are turns enough: the first search names
+a wrong, look-alike entity (the row's `lookalike`, else the name with one vowel changed), the
+Verifier says "no" while the needed passage has not come back, and the Searcher searches
+again with the right name: one extra hop. With no marked rows (the default) the
+demonstrations are the same as without the option. Three-hop rows state each hop's fact
+from their `bridges`.
 A clean episode whose needed document the retriever never returns is labelled
 `retrieval_miss` (under `answer` it answers with a guess on the last turn; under `verify` it
 ends with a "no" and no answer).
@@ -50,7 +57,7 @@ from drmas.errors import DataError, DrmasError
 from drmas.mas.base import Turn
 from drmas.mas.search.answerer import Answerer
 from drmas.mas.search.history import SearchEpisode, record_lost_answer, record_search
-from drmas.mas.search.orchestra import LAST_TURN
+from drmas.mas.search.orchestra import LAST_TURN, SearchOptions
 from drmas.mas.search.prompts import PROMPT_SETS
 from drmas.mas.search.searcher import Searcher
 from drmas.mas.search.verifier import Verifier
@@ -120,7 +127,8 @@ class Demo:
         if not known:
             return ""
         i = known[-1]
-        value = self.row["answers"][0] if i == len(hops) - 1 else self.row["bridge"]
+        value = (self.row["answers"][0] if i == len(hops) - 1
+                 else self.row.get("bridges", [self.row["bridge"]])[i])
         return f"The {hops[i]} is {value}. "
 
 
@@ -137,9 +145,23 @@ def _verifier_text(demo: Demo, turn: int, max_turns: int) -> str:
     return f"<verify>{'yes' if yes else 'no'}</verify>"
 
 
+def lookalike_query(title: str, lookalike: str | None) -> str:
+    """`title` ("birthplace of Varo Telmin") about a look-alike: `lookalike` when the title
+    names the row's entity and it has one, else the name with its first vowel after the
+    initial changed to the next vowel ("Vira Telmin" -> "Viro Telmin")."""
+    attr, _, name = title.partition(" of ")
+    if not lookalike:
+        vowels = "aeiou"
+        i = next((i for i, c in enumerate(name) if i and c in vowels), None)
+        lookalike = name if i is None else name[:i] + vowels[(vowels.index(name[i]) + 1) % 5] + name[i + 1:]
+    return f"{attr} of {lookalike}"
+
+
 def _searcher_text(demo: Demo) -> str:
     need = demo.needed()
     query = need if need is not None else demo.row["hops"][-1]   # extra search: repeat
+    if need is not None and demo.take("revise"):
+        query = lookalike_query(need, demo.row.get("lookalike") if need == demo.row["hops"][0] else None)
     if need is not None and demo.take("wrong_query"):
         query = demo.wrong()
     if demo.broken == "searcher" and demo.take("broken_format"):
@@ -181,6 +203,8 @@ def simulate(rows: list[dict], seed: int, mistake_rate: float, retriever,
     demos = []
     for row in rows:
         mistake = rng.choice(MISTAKES) if rng.random() < mistake_rate else None
+        if row.get("revise") and len(row["hops"]) + 2 <= max_turns:
+            mistake = "revise"                   # a search for a look-alike first, then one more
         demo = Demo(SearchEpisode(problem=row), random.Random(rng.random()), mistake, roles)
         if mistake == "broken_format":
             demo.broken = demo.rng.choice(("answerer", "searcher", "verifier"))
@@ -227,18 +251,19 @@ def key_traces(demo: Demo) -> list[Trace]:
 
 @DEMONSTRATIONS.register("search")
 def search_traces(rows: list[dict], seed: int, mistake_rate: float, retriever,
-                  max_turns: int = 4, topk: int = 3, boost: dict | None = None,
-                  last_turn: str = "answer", prompt_set: str = "compact") -> list[Trace]:
+                  options: SearchOptions = SearchOptions(), boost: dict | None = None,
+                  prompt_set: str = "compact") -> list[Trace]:
     """(agent, prompt messages, response) demonstrations of the Verifier, Searcher and Answerer.
 
     Each episode's traces are followed by extra copies of its `key_traces`, `boost[agent]`
     of each (default BOOST; `{}` for none): without them a tiny model warm-started for a few
     hundred steps writes well-formed tags but rarely copies the right words, so the MAS
-    seldom succeeds and RL gets little signal. `last_turn`: as the orchestra's; `prompt_set`:
-    the agents' prompts (compact for the tiny models).
+    seldom succeeds and RL gets little signal. `options`: the MAS's, as the orchestra's
+    (turns, documents per search, the last turn); `prompt_set`: the agents' prompts (compact
+    for the tiny models).
     """
-    demos = simulate(rows, seed, mistake_rate, retriever, max_turns=max_turns, topk=topk,
-                     last_turn=last_turn, prompt_set=prompt_set)
+    demos = simulate(rows, seed, mistake_rate, retriever, max_turns=options.max_turns,
+                     topk=options.topk, last_turn=options.last_turn, prompt_set=prompt_set)
     boost = BOOST if boost is None else boost
     return [trace for demo in demos
             for trace in demo.traces + [t for t in key_traces(demo) for _ in range(boost.get(t[0], 0))]]

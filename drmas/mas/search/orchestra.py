@@ -4,7 +4,8 @@ Searcher or an Answerer, with the paper's control flow.
 A turn is one environment step. On every turn but the last, the Verifier reads the question
 and the history and says `<verify>yes</verify>` (the Answerer answers) or
 `<verify>no</verify>` (the Searcher writes a query; the top-k documents join the history).
-The last turn follows `last_turn` (the config's `search_last_turn`):
+The options (`SearchOptions`, the benchmark file's `mas_options:`) are `max_turns`, `topk`
+and `last_turn`, how the last turn goes:
 - `verify` (upstream's current search orchestra): the Verifier routes it too; "yes" goes to
   the Answerer, "no" to nobody (no Searcher on the last turn: its query could never be
   read), so the episode ends without an answer;
@@ -19,8 +20,12 @@ turn, so the next turn sees it (rather than a silent skip, which would hide the 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
+from drmas.config.schema import opt
 from drmas.errors import DrmasError
-from drmas.mas.base import Act, Action, Episode, call
+from drmas.mas.base import Act, Action, Episode, MasOptions, call
 from drmas.mas.parsing import tag_only
 from drmas.mas.prompting import pick
 from drmas.mas.search import stats
@@ -31,8 +36,25 @@ from drmas.mas.search.searcher import Searcher
 from drmas.mas.search.verifier import Verifier
 from drmas.registry import MAS
 
-#: How the last turn goes (the config's `search_last_turn`; see the module docstring).
+#: How the last turn goes (`SearchOptions.last_turn`; see the module docstring).
 LAST_TURN = ("answer", "verify")
+
+
+@dataclass(frozen=True)
+class SearchOptions(MasOptions):
+    """The search MAS's options (`mas_options:` of benchmarks/search.yaml; a profile may
+    override them under `mas_options.search`)."""
+
+    max_turns: int = opt(4, "at most this many turns (each: the Verifier, then the Searcher or the Answerer)", minimum=1)
+    topk: int = opt(3, "documents returned per search inside <information>...</information>", minimum=1)
+    last_turn: Literal[LAST_TURN] = opt("verify", "the last turn: verify (the Verifier routes it, as upstream) or answer (always answers)")
+
+    def key(self) -> dict:
+        """As `MasOptions.key`, with `last_turn` under the name it has always had in the
+        stage keys (`search_last_turn`), so that existing runs keep their identity."""
+        key = super().key()
+        key["search_last_turn"] = key.pop("last_turn")
+        return key
 
 
 @MAS.register("search")
@@ -45,17 +67,14 @@ class SearchOrchestra:
     agents = ("verifier", "searcher", "answerer")
     prompt_sets = PROMPT_SETS
     behaviour_labels, percent_stats = stats.LABELS, stats.PERCENT
+    options_class = SearchOptions
 
-    def __init__(self, max_turns: int = 4, topk: int = 3, retriever=None,
-                 prompt_set: str = "compact", last_turn: str = "answer", **_):
-        if max_turns < 1 or topk < 1:
-            raise ValueError("max_turns and topk must be >= 1")
-        if last_turn not in LAST_TURN:
-            raise ValueError(f"last_turn must be one of {', '.join(LAST_TURN)}, got {last_turn!r}")
-        self.last_turn = last_turn
+    def __init__(self, options: SearchOptions = SearchOptions(), *, prompt_set: str = "compact",
+                 retriever=None):
         if retriever is None:
             raise DrmasError("the search MAS needs a retriever (an index or a retrieval service)")
-        self.max_turns, self.topk, self.retriever = max_turns, topk, retriever
+        self.options, self.retriever = options, retriever
+        self.max_turns, self.topk, self.last_turn = options.max_turns, options.topk, options.last_turn
         prompts = pick(PROMPT_SETS, prompt_set, "search")
         self.verifier, self.searcher, self.answerer = (Verifier(prompts), Searcher(prompts),
                                                        Answerer(prompts))

@@ -18,7 +18,7 @@ def finish(ep: SearchEpisode) -> None:
     agents = [t.agent for t in ep.turns]
     ep.info.update(
         # not "turns": eval samples list the turns. Each turn with a call: a last turn whose
-        # Verifier says "no" (search_last_turn: verify) adds no history step, yet was a turn
+        # Verifier says "no" (last_turn: verify) adds no history step, yet was a turn
         num_turns=len({t.turn for t in ep.turns}),
         searches=agents.count("searcher"),
         searched_before_answer=int(ep.done and "searcher" in agents),

@@ -7,7 +7,7 @@ math MAS's prompts, parsing and stats.
 
 from __future__ import annotations
 
-from drmas.mas.base import Act, Episode, call
+from drmas.mas.base import Act, Episode, NoOptions, call
 from drmas.mas.math import stats
 from drmas.mas.math.prompts import PROMPT_SETS
 from drmas.mas.math.solver import Solver
@@ -20,8 +20,11 @@ class SingleOrchestra:
     agents = ("solver",)
     prompt_sets = PROMPT_SETS
     behaviour_labels, percent_stats = stats.LABELS, stats.PERCENT
+    options_class = NoOptions               # no options of its own
 
-    def __init__(self, prompt_set: str = "compact", **_):
+    def __init__(self, options: NoOptions = NoOptions(), *, prompt_set: str = "compact",
+                 retriever=None):
+        self.options = options
         self.solver = Solver(pick(PROMPT_SETS, prompt_set, "single"))
 
     def run(self, problems: list[dict], act: Act) -> list[Episode]:
