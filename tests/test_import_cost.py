@@ -1,5 +1,5 @@
 """A job imports only what it uses: each job kind's modules, imported in a fresh interpreter,
-leave out the heavy libraries that kind never needs (start-up time: 80 jobs in the default
+leave out the heavy libraries that kind never needs (start-up time: 79 jobs in the default
 profile, each a new process on a small, busy CPU).
 
 - `drmas --help`, `drmas train --help`: no torch, transformers, pandas, plotting;

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Iterable
-
-import torch
+from typing import TYPE_CHECKING, Iterable
 
 from drmas.errors import ConfigError
+
+if TYPE_CHECKING:       # torch is imported where a model is built: the tokenizer job needs none
+    import torch
 
 NUMBER = re.compile(r"\d+")
 PAD, EOS, IM_START = "<|endoftext|>", "<|im_end|>", "<|im_start|>"
@@ -59,6 +60,7 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int, whole_numbers: bool =
 def tiny_model(spec, vocab_size: int, seed: int):
     """A freshly initialised Qwen2 causal LM of the size in `spec` (a `ModelSpec` of kind
     tiny, or a dict with the same keys)."""
+    import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     get = spec.get if isinstance(spec, dict) else lambda k, d=None: getattr(spec, k, d)
@@ -96,10 +98,13 @@ def load_tokenizer(path: str | Path):
     return tok
 
 
-def load_model(path: str | Path, dtype: torch.dtype = torch.float32):
-    """Load a causal LM saved with `save_pretrained` (a local folder or a hub id)."""
+def load_model(path: str | Path, dtype: torch.dtype | None = None):
+    """Load a causal LM saved with `save_pretrained` (a local folder or a hub id), in `dtype`
+    (default: float32)."""
+    import torch
     from transformers import AutoModelForCausalLM
 
+    dtype = torch.float32 if dtype is None else dtype
     try:
         return AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype)
     except OSError as exc:

@@ -10,9 +10,10 @@ memory and `wake` brings it back.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Protocol, Sequence
+from typing import TYPE_CHECKING, Iterable, Protocol, Sequence
 
-import torch
+if TYPE_CHECKING:       # annotations only: a job that runs no model (tokenizer) loads no torch
+    import torch
 
 
 @dataclass(frozen=True)

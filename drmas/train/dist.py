@@ -12,12 +12,13 @@ from datetime import timedelta
 
 import torch
 import torch.distributed as dist
-from torch.distributed.checkpoint.state_dict import (StateDictOptions, get_model_state_dict,
-                                                     get_optimizer_state_dict,
-                                                     set_model_state_dict,
-                                                     set_optimizer_state_dict)
 
 from drmas.algos.loss import grad_norm_and_clip
+
+# torch.distributed.checkpoint (with the torch.distributed.tensor it brings, 1-2 s to import
+# on a small CPU) is imported by the helpers below that use it, not here: a job that never
+# gathers or saves state through it (an evaluation; a single-worker run until it saves its
+# first checkpoint with the optimiser) does not pay for it (tests/test_import_cost.py).
 
 
 def backend_for(device: torch.device) -> str:
@@ -92,6 +93,8 @@ def global_grad_norm_and_clip(params: list[torch.nn.Parameter], max_norm: float)
 def full_state(model: torch.nn.Module, trainable_only: bool = False) -> dict:
     """Unsharded weights on every rank (a collective when sharded): what the engine and the
     saved checkpoint need. `trainable_only` skips frozen weights (LoRA: only the adapters)."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
     return get_model_state_dict(model, options=StateDictOptions(
         full_state_dict=True, ignore_frozen_params=trainable_only))
 
@@ -101,6 +104,8 @@ def load_full_state(model: torch.nn.Module, state: dict, sharded: bool) -> None:
     head, a frozen LoRA base) keep their values; a key the model lacks is an error, because a
     silently ignored weight would make a resume quietly wrong."""
     if sharded:
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+
         result = set_model_state_dict(model, state, options=StateDictOptions(
             full_state_dict=True, strict=False))
     else:
@@ -112,12 +117,16 @@ def load_full_state(model: torch.nn.Module, state: dict, sharded: bool) -> None:
 def optimizer_state(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict:
     """The full optimiser state keyed by parameter name: the same file whatever the world
     size, so a run can resume with a different number of workers. Rank 0 gets it."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
+
     return get_optimizer_state_dict(model, optimizer, options=StateDictOptions(
         full_state_dict=True, cpu_offload=world_size() > 1))
 
 
 def load_optimizer_state(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                          state: dict) -> None:
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
     optimizer.zero_grad(set_to_none=True)    # lets torch initialise empty state before loading
     set_optimizer_state_dict(model, optimizer, state,
                              options=StateDictOptions(full_state_dict=True))
