@@ -21,9 +21,8 @@ from drmas.evaluation.metrics import aggregate
 from drmas.rewards import get_reward
 from drmas.rollout.base import Sampling
 from drmas.rollout.mas import build_orchestra, derived_seed, run_mas, score_episodes
+from drmas.rollout.sampler import SamplingGroup, local_device
 from drmas.status.progress import bar as progress_bar
-from drmas.train.pool import local_device
-from drmas.train.workers import LocalGroup
 
 def cap_per_source(rows: list[dict], cap: int | None) -> list[dict]:
     """The first `cap` problems of each data_source (all when cap is None)."""
@@ -86,9 +85,9 @@ def evaluate(cfg: Config, suite: Suite, assignment: str, problems: list[dict], o
     n = e.n
     paths = group_paths(cfg, suite, assignment, run_dir, engine_overrides)
     device = local_device(cfg.resources)       # the GPU when there is one, like training
-    groups = {g: LocalGroup(g, p, agents, settings, eval_batch=e.batch_size, trainable=False,
-                            encoding=encoding, device=device, **options)
-              for g, (p, agents, settings, encoding, options) in paths.items()}
+    groups = {g: SamplingGroup(g, p, agents, eval_batch=e.batch_size, encoding=encoding,
+                               device=device, **options)
+              for g, (p, agents, _, encoding, options) in paths.items()}
     agent_group = {a: g for g, (_, agents, *_) in paths.items() for a in agents}
     max_tokens = {a: cfg.agent_train(a).max_response_tokens for a in suite.agents}
     orchestra = build_orchestra(cfg, suite, retriever)

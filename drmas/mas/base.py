@@ -106,6 +106,17 @@ def call(act: Act, agent: Agent, episodes: list[Episode], turn: int) -> list[Act
     return actions
 
 
+def _validate(value, schema: dict, what: str) -> None:
+    """`drmas.config.schema.validate`, where jsonschema is installed. It is a dependency of the
+    package, but `drmas check gpu` runs from a bare source checkout on GPU machines without it
+    (docs/operations.md), with options it builds itself; there the options are not validated."""
+    try:
+        import jsonschema  # noqa: F401
+    except ImportError:
+        return
+    validate(value, schema, what=what)
+
+
 @dataclass(frozen=True)
 class MasOptions:
     """A MAS's own options: subclass it as a frozen dataclass whose fields are declared with
@@ -116,7 +127,7 @@ class MasOptions:
     keys all get that one instance."""
 
     def __post_init__(self):
-        validate(plain(self), self.schema(), what=type(self).__name__)
+        _validate(plain(self), self.schema(), what=type(self).__name__)
 
     @classmethod
     def schema(cls) -> dict:
@@ -143,7 +154,7 @@ class MasOptions:
         for part in reversed(where.split(".")):    # errors name the whole dotted path
             wrapped = {part: wrapped}
             wrapped_schema = {"type": "object", "properties": {part: wrapped_schema}}
-        validate(wrapped, wrapped_schema, what=what)
+        _validate(wrapped, wrapped_schema, what=what)
         return cls(**raw)
 
     def key(self) -> dict:

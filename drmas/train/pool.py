@@ -22,6 +22,7 @@ from drmas.config.profile import ResourceConfig, TrainConfig
 from drmas.errors import ConfigError, DrmasError
 from drmas.rollout.base import Generation, Sampling
 from drmas.rollout.mas import derived_seed
+from drmas.rollout.sampler import local_device, visible_gpus as _visible_gpus
 
 
 class WorkerLostError(DrmasError):
@@ -151,18 +152,6 @@ def start_ray(num_cpus: int, num_gpus: int = 0, address: str | None = None) -> N
         return
     ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False,
              log_to_driver=False, configure_logging=False, runtime_env=env)
-
-
-def _visible_gpus() -> int:
-    import torch
-
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
-
-
-def local_device(res: ResourceConfig) -> str:
-    """The device of in-process groups (local backend, evaluation): the GPU when there is
-    one and the profile does not set `num_gpus: 0`."""
-    return "cuda" if _visible_gpus() and res.num_gpus != 0 else "cpu"
 
 
 class _Actor:

@@ -60,3 +60,28 @@ def test_base_twin_shares_a_base_evaluation(tiny_model_dir, math_rows, tmp_path)
     assert other.base_twin("nonshared", suite.agents) is None
     with pytest.raises(ConfigError, match="not a base evaluation of an assignment with the same"):
         reuse_base(other, suite, tmp_path / "shared", tmp_path / "bad", meta)
+
+
+def test_evaluation_samples_as_the_trainers_worker(tiny_model_dir, math_rows, tmp_path, monkeypatch):
+    """Evaluation's sampling-only groups (`rollout/sampler.py`, no training imported) load,
+    encode and sample as the trainer's one-worker group (`LocalGroup`, not trainable) does:
+    the same samples, byte for byte."""
+    from drmas.evaluation import runner
+    from drmas.train.workers import LocalGroup
+
+    cfg, suite = make_config(tiny_model_dir), math_suite()
+    test = [r for r in math_rows if r["split"] == "test"]
+    evaluate(cfg, suite, "nonshared", test, tmp_path / "sampler", seed=3)
+    settings = {g: s for g, (_, _, s, *_) in runner.group_paths(cfg, suite, "nonshared", None).items()}
+    assert len(settings) == 2
+    built = []
+
+    def worker(g, p, agents, **kw):
+        built.append(g)
+        return LocalGroup(g, p, agents, settings[g], trainable=False, **kw)
+
+    monkeypatch.setattr(runner, "SamplingGroup", worker)
+    evaluate(cfg, suite, "nonshared", test, tmp_path / "worker", seed=3)
+    assert sorted(built) == sorted(settings)
+    for name in ("samples.jsonl", "scores.json"):
+        assert (tmp_path / "sampler" / name).read_bytes() == (tmp_path / "worker" / name).read_bytes()
