@@ -118,14 +118,31 @@ def check_mas_options(cfg: "Config") -> None:
         MAS.get(name).options_class.parse(block, "config", f"mas_options.{name}", mas=name)
 
 
-def _agent_blocks(cfg: "Config") -> list[tuple[str, dict]]:
+def _agent_blocks(cfg: "Config", train: bool = True, models: bool = True) -> list[tuple[str, dict]]:
     """(where, block) of every block keyed by agent name: the profile's per-agent train keys,
-    each suite override's, and each assignment's agent -> model map (`default` aside)."""
-    return ([("agents", cfg.agents)] + [(f"suite_overrides.{s}.agents", o.agents)
-                                        for s, o in cfg.suite_overrides.items()]
-            + [(f"assignment_defs.{name}.models", {a: m for a, m in spec.models.items()
-                                                   if a != "default"})
-               for name, spec in cfg.assignment_defs.items()])
+    each suite override's (`train`), and each assignment's agent -> model map, `default`
+    aside (`models`)."""
+    blocks = []
+    if train:
+        blocks += [("agents", cfg.agents)] + [(f"suite_overrides.{s}.agents", o.agents)
+                                              for s, o in cfg.suite_overrides.items()]
+    if models:
+        blocks += [(f"assignment_defs.{name}.models", {a: m for a, m in spec.models.items()
+                                                       if a != "default"})
+                   for name, spec in cfg.assignment_defs.items()]
+    return blocks
+
+
+def _check_known_agents(blocks) -> None:
+    """Every agent name of `blocks` is an agent of some registered MAS."""
+    from drmas.registry import MAS
+
+    known = {agent for name in MAS.names() for agent in MAS.get(name).agents}
+    for where, block in blocks:
+        for agent in block:
+            if agent not in known:
+                raise ConfigError(f"config: {where}.{agent}: no MAS has an agent {agent!r}; "
+                                  f"known: {', '.join(sorted(known))}")
 
 
 def check_agents_exist(cfg: "Config") -> None:
@@ -133,24 +150,21 @@ def check_agents_exist(cfg: "Config") -> None:
     and `mas_options` blocks name a MAS and its options.
     For a single `drmas` command, which has no list of suites; the workflow checks the
     stricter `check_suites` (agents of a configured suite)."""
-    from drmas.registry import MAS
-
     check_mas_options(cfg)
-    known = {agent for name in MAS.names() for agent in MAS.get(name).agents}
-    for where, block in _agent_blocks(cfg):
-        for agent in block:
-            if agent not in known:
-                raise ConfigError(f"config: {where}.{agent}: no MAS has an agent {agent!r}; "
-                                  f"known: {', '.join(sorted(known))}")
+    _check_known_agents(_agent_blocks(cfg))
 
 
 def check_suites(cfg: "Config", suites: dict[str, Suite], benchmarks: str | Path = "benchmarks") -> None:
-    """Checks that need the suites: per-agent blocks name agents of a configured suite,
+    """Checks that need the suites: per-agent train blocks name agents of a configured suite,
     every `suite_overrides` entry names a benchmark that exists, and `mas_options` blocks
-    name a MAS and its options."""
+    name a MAS and its options. An assignment's agent -> model map names agents of any MAS:
+    one assignment serves every suite (the default profile's `hetero` names the math Solver
+    and the search Answerer), so `--config 'suites=[math]'` leaves its Answerer unused, not
+    wrong; a name no MAS has (a typo) is refused."""
     check_mas_options(cfg)
+    _check_known_agents(_agent_blocks(cfg, train=False))
     agents = {a for s in suites.values() for a in s.agents}
-    for where, block in _agent_blocks(cfg):
+    for where, block in _agent_blocks(cfg, models=False):
         for agent in block:
             if agent not in agents:
                 raise ConfigError(f"config: {where}.{agent}: no configured suite has an agent "

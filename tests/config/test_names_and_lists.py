@@ -65,12 +65,16 @@ def test_an_assignment_agent_no_suite_has_is_refused_at_parse_time():
                                     "hetero: {share: false, models: {default: small, answrer: medium}}}"])
     suites = {s: load_suite(suite_path(s, ROOT / "benchmarks")) for s in cfg.suites}
     with pytest.raises(ConfigError, match=r"^config: assignment_defs\.hetero\.models\.answrer: no "
-                                          r"configured suite has an agent 'answrer'"):
+                                          r"MAS has an agent 'answrer'"):
         check_suites(cfg, suites, ROOT / "benchmarks")
     with pytest.raises(ConfigError, match=r"assignment_defs\.hetero\.models\.answrer: no MAS has"):
         check_agents_exist(cfg)
     default = workflow_config(DEFAULT, [])         # solver, answerer: both exist
     check_suites(default, {s: load_suite(suite_path(s, ROOT / "benchmarks")) for s in default.suites},
+                 ROOT / "benchmarks")
+    # one assignment serves every suite: with math alone, hetero's Answerer is unused, not wrong
+    math_only = workflow_config(DEFAULT, ["suites=[math]"])
+    check_suites(math_only, {"math": load_suite(suite_path("math", ROOT / "benchmarks"))},
                  ROOT / "benchmarks")
 
 
