@@ -18,8 +18,8 @@ def cmd_card(args) -> None:
     if args.render:
         from drmas.report.cardmd import render
 
-        suite, _, table = args.render.partition(":")
-        sys.stdout.write(render(load_card(args.results), suite, table or "main"))
+        suite, table, columns = (args.render.split(":") + ["", ""])[:3]
+        sys.stdout.write(render(load_card(args.results), suite, table or "main", columns or None))
         return
     res = Path(args.results)
     numerics = None
@@ -99,9 +99,9 @@ def add_commands(sub) -> None:
                          "cards name theirs)")
     sp.add_argument("--no-numerics", action="store_true",
                     help="skip the numerics fingerprint (about 10 s of training; its field is null)")
-    sp.add_argument("--render", metavar="SUITE[:TABLE]", default=None,
-                    help="print the Markdown of a table of the card (main, stats, ablations, "
-                         "stability, behaviour; default main), as docs markers hold it")
+    sp.add_argument("--render", metavar="SUITE[:TABLE[:COLUMNS]]", default=None,
+                    help="print a card table as docs markers hold it (TABLE: main, stats, "
+                         "ablations, stability, behaviour; COLUMNS: a column-name prefix)")
 
     sp = add_command(sub, "verify", cmd_verify, "compare a run's result card with the reference "
                      "card, row by row (identical, within the reference interval, outside); "

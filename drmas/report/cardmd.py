@@ -3,8 +3,9 @@
 A table of a profile's results in README.md or docs/*.md sits between two markers,
 
     <!-- card: default math -->            (profile, suite, and optionally a table: main,
-    | assignment | method | ... |           stats, ablations, stability, behaviour)
-    <!-- /card -->
+    | assignment | method | ... |           stats, ablations, stability, behaviour; then
+    <!-- /card -->                          optionally a prefix of the columns to keep,
+                                            e.g. `main Avg` for the Avg columns alone)
 
 and must be exactly what `render` makes of `results/reference/<profile>.json` (the profile's
 reference card): `drmas card results/reference/default.json --render math` prints it, and
@@ -20,7 +21,8 @@ from pathlib import Path
 from drmas.errors import DataError
 
 MARKER = re.compile(r"<!--\s*card:\s*(?P<profile>[A-Za-z0-9_-]+)\s+(?P<suite>[A-Za-z0-9_.-]+)"
-                    r"(?:\s+(?P<table>[a-z]+))?\s*-->\n(?P<body>.*?)<!--\s*/card\s*-->", re.S)
+                    r"(?:\s+(?P<table>[a-z]+)(?:\s+(?P<columns>[^\s>]+))?)?\s*-->\n"
+                    r"(?P<body>.*?)<!--\s*/card\s*-->", re.S)
 FENCE = re.compile(r"^```.*?^```[^\n]*$", re.S | re.M)
 DELTA = "Δ"
 
@@ -37,16 +39,20 @@ def _cell(cell: dict, signed: bool) -> str:
     return f"{f.format(v)} [{lo:.1f}, {hi:.1f}]"
 
 
-def render(card: dict, suite: str, table: str = "main") -> str:
+def render(card: dict, suite: str, table: str = "main", columns: str | None = None) -> str:
     """The Markdown table of `table` of `suite` in `card`: a column per row-key part, then
-    one per value column ('mean [lo, hi]' with one decimal, signed on Δ rows and columns),
-    then `seeds` (the row's n)."""
+    one per value column ('mean [lo, hi]' with one decimal, signed on Δ rows and columns;
+    with `columns`, only those whose name starts with it), then `seeds` (the row's n)."""
     try:
         t = card["tables"][suite][table]
     except KeyError:
         raise DataError(f"the card of profile {card.get('profile')} has no {table} table for "
                         f"suite {suite}") from None
-    columns = t["columns"]
+    prefix = columns
+    columns = [c for c in t["columns"] if c.startswith(prefix)] if prefix else t["columns"]
+    if not columns:
+        raise DataError(f"the {table} table of suite {suite} has no column starting with "
+                        f"{prefix!r}")
     seeds = any(r.get("n") is not None for r in t["rows"])
     head = t["index"] + columns + (["seeds"] if seeds else [])
     lines = ["| " + " | ".join(head) + " |",
@@ -66,7 +72,7 @@ def marked_tables(text: str) -> list[dict]:
     fenced code blocks are examples, not tables)."""
     text = FENCE.sub("", text)
     return [{"profile": m["profile"], "suite": m["suite"], "table": m["table"] or "main",
-             "body": m["body"]} for m in MARKER.finditer(text)]
+             "columns": m["columns"], "body": m["body"]} for m in MARKER.finditer(text)]
 
 
 def check_markdown(path: str | Path, reference_dir: str | Path) -> list[str]:
@@ -76,17 +82,18 @@ def check_markdown(path: str | Path, reference_dir: str | Path) -> list[str]:
 
     problems = []
     for m in marked_tables(Path(path).read_text(encoding="utf-8")):
-        where = f"{path}: <!-- card: {m['profile']} {m['suite']} {m['table']} -->"
+        spec = " ".join(x for x in (m["table"], m["columns"]) if x)
+        where = f"{path}: <!-- card: {m['profile']} {m['suite']} {spec} -->"
         card_file = Path(reference_dir) / f"{m['profile']}.json"
         if not card_file.exists():
             problems.append(f"{where}: no reference card {card_file}")
             continue
         try:
-            expected = render(load_card(card_file), m["suite"], m["table"])
+            expected = render(load_card(card_file), m["suite"], m["table"], m["columns"])
         except DataError as e:
             problems.append(f"{where}: {e}")
             continue
         if m["body"].strip() != expected.strip():
             problems.append(f"{where}: differs from {card_file} (print it with `drmas card "
-                            f"{card_file} --render {m['suite']}:{m['table']}`)")
+                            f"{card_file} --render {m['suite']}:{spec.replace(' ', ':')}`)")
     return problems
