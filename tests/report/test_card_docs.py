@@ -61,3 +61,21 @@ def test_the_mechanism_on_a_document(tmp_path, monkeypatch):
     doc.write_text(f"<!-- card: p search stats -->\n{table}<!-- /card -->\n")
     (problem,) = check_markdown(doc, refs)
     assert "no stats table for suite search" in problem
+
+
+def test_a_marker_may_keep_the_columns_of_one_prefix():
+    """`<!-- card: default math main Avg -->`: the Avg columns alone, the rest of the table as
+    the full rendering has it; a prefix no column has is an error naming it."""
+    from drmas.errors import DataError
+    from drmas.report.card import load_card
+
+    card = load_card(REPO / "results" / "reference" / "default.json")
+    full, avg = render(card, "math"), render(card, "math", "main", "Avg")
+    assert avg.splitlines()[0] == "| assignment | method | Avg avg@16 | Avg pass@16 | seeds |"
+    assert len(avg.splitlines()) == len(full.splitlines())
+    for f, a in zip(full.splitlines()[2:], avg.splitlines()[2:]):
+        assert f.split(" | ")[:2] == a.split(" | ")[:2] and f.split(" | ")[-3:] == a.split(" | ")[-3:]
+    marked = marked_tables("<!-- card: default math main Avg -->\n" + avg + "<!-- /card -->\n")
+    assert [(m["table"], m["columns"]) for m in marked] == [("main", "Avg")]
+    with pytest.raises(DataError, match="no column starting with 'Med'"):
+        render(card, "math", "main", "Med")
