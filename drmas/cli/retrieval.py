@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from drmas.cli.arguments import add_command, int_at_least, positive
+from drmas.cli.arguments import add_command, int_at_least, output_folder, positive
 
 DEVICE_HELP = "dense: torch device (default: cuda:0 if present, else cpu)"
 
@@ -29,7 +29,7 @@ def add_commands(sub) -> None:
     sp = add_command(sub, "index", cmd_index,
                      "build a pyserini index (BM25 or dense) of a corpus JSONL", suite=None)
     sp.add_argument("--corpus", required=True, help="corpus JSONL ({id, contents} per line)")
-    sp.add_argument("--out", required=True, help="index folder to write")
+    sp.add_argument("--out", required=True, type=output_folder, help="index folder to write")
     sp.add_argument("--threads", type=positive, default=1, help="indexing threads")
     sp.add_argument("--kind", choices=["bm25", "dense"], default="bm25",
                     help="bm25 (Lucene) or dense (an e5-style encoder and a FAISS flat index)")

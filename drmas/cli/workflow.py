@@ -198,7 +198,7 @@ def _add_data_commands(sub) -> None:
     sp = add_command(sub, "tokenizer", cmd_tokenizer, search=True,
                      help_="train the tiny profile's BPE tokenizer on task text")
     sp.add_argument("--data", required=True, help=DATA_HELP)
-    sp.add_argument("--out", required=True, help="tokenizer folder to write")
+    sp.add_argument("--out", required=True, type=output_folder, help="tokenizer folder to write")
 
 
 def _add_model_commands(sub) -> None:
@@ -211,7 +211,7 @@ def _add_model_commands(sub) -> None:
                     help="tiny models: tokenizer folder (from `drmas tokenizer`); a pretrained "
                          "model brings its own")
     sp.add_argument("--model", required=True, help="model name from the config's models:")
-    sp.add_argument("--out", required=True, help="model folder to write")
+    sp.add_argument("--out", required=True, type=output_folder, help="model folder to write")
     sp.add_argument("--seed", type=int, default=0, help="seed of the model's init and the SFT order")
     sp.add_argument("--dtype", choices=["auto", "float32", "bfloat16"], default=None,
                     help="warm-start precision (default: the config's warmstart dtype, else auto)")
@@ -223,7 +223,7 @@ def _add_model_commands(sub) -> None:
     sp.add_argument("--method", required=True,
                     help="advantage method: grpo, drmas or an ablation (the config's methods:)")
     sp.add_argument("--seed", type=int, required=True, help="run seed (sampling and updates)")
-    sp.add_argument("--out", required=True, help="run folder")
+    sp.add_argument("--out", required=True, type=output_folder, help="run folder")
     sp.add_argument("--checkpoints", default=None, metavar="DIR",
                     help="checkpoint folder (default: OUT/checkpoints); the newest intact "
                          "checkpoint of the same configuration is resumed")
@@ -245,7 +245,7 @@ def _add_model_commands(sub) -> None:
     sp.add_argument("--max-problems", type=int, default=None, metavar="N",
                     help="problems per data_source (default: the config's "
                          "eval.max_problems_per_source; 0 = all)")
-    sp.add_argument("--out", required=True, help="eval folder to write")
+    sp.add_argument("--out", required=True, type=output_folder, help="eval folder to write")
 
 
 def add_commands(sub) -> None:

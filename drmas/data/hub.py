@@ -233,7 +233,7 @@ def _answers(value: Any, where: str) -> list[str]:
 
 def _file_records(file: Path) -> list[dict]:
     """Records of a local jsonl / json (array of objects) / parquet file."""
-    from drmas.data.io import read_jsonl
+    from drmas.data.io import read_json_value, read_jsonl
 
     if not file.is_file():
         raise DataError(f"{file}: file not found")
@@ -241,10 +241,7 @@ def _file_records(file: Path) -> list[dict]:
     if suffix == ".jsonl":
         return read_jsonl(file)
     if suffix == ".json":
-        try:
-            data = json.loads(file.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise DataError(f"{file}: not valid JSON ({' '.join(str(exc).split())})") from None
+        data = read_json_value(file, what="dataset file")    # bounded, regular files only
         if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
             raise DataError(f"{file}: expected a JSON array of objects")
         return data

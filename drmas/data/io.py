@@ -105,6 +105,17 @@ def read_prepared(path) -> list[dict]:
     return rows
 
 
+def read_json_value(path, what: str = "JSON file") -> Any:
+    """Any JSON value from `path` (a regular file of at most `MAX_JSON_BYTES`); DataError
+    naming the file else."""
+    path = Path(path)
+    text = _read_text(path, what, limit=MAX_JSON_BYTES)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+
+
 def read_json(path, required: Sequence[str] = (), what: str = "JSON file") -> dict:
     """A JSON object from `path`, with the keys `required`; DataError naming the file else."""
     path = Path(path)

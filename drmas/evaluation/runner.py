@@ -15,7 +15,7 @@ import pandas as pd
 from drmas.config.groups import engine_options, model_dir, plan_groups
 from drmas.config.profile import Config
 from drmas.config.suites import Suite
-from drmas.data.io import atomic_path, atomic_write_text
+from drmas.data.io import atomic_path, atomic_write_text, read_json
 from drmas.errors import ConfigError
 from drmas.evaluation.metrics import aggregate
 from drmas.rewards import get_reward
@@ -64,7 +64,7 @@ def reuse_base(cfg: Config, suite: Suite, twin_dir, out_dir, meta: dict) -> dict
     """This assignment's base evaluation from its twin's (`Config.base_twin`): the same
     samples, relabelled (`meta.same_as` names the twin)."""
     twin_dir, out = Path(twin_dir), Path(out_dir)
-    scores = json.loads((twin_dir / "scores.json").read_text())
+    scores = read_json(twin_dir / "scores.json", what="scores.json of `drmas evaluate`")
     twin_meta = scores.get("meta", {})
     twin, expected = twin_meta.get("assignment"), cfg.base_twin(meta["assignment"], suite.agents)
     if twin_meta.get("method") != "base" or twin != expected:

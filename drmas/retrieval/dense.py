@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 import drmas
+from drmas.data.io import read_json
 from drmas.errors import DrmasError
 from drmas.retrieval.index import validate_corpus, work_dirs
 from drmas.retrieval.searcher import Hit, Searcher, isolate_failures
@@ -212,7 +213,7 @@ class DenseSearcher(Searcher):
         if not meta_path.is_file():
             raise DrmasError(f"no dense index at {index_dir} (build it with "
                              "`drmas index --kind dense --encoder PATH`)")
-        self.meta = json.loads(meta_path.read_text())
+        self.meta = read_json(meta_path, what="dense index metadata")
         self.index_dir = index_dir
         self.encoder = str(encoder or self.meta["encoder"])
         encoder_dimension(self.encoder)  # a missing encoder: one line, before pyserini loads

@@ -56,12 +56,12 @@ def waves(lengths: Sequence[int], budget: int, max_seqs: int = MAX_SEQS) -> list
 
 
 def _max_positions(model_path) -> int | None:
-    import json
+    from drmas.data.io import read_json
 
     config = Path(model_path) / "config.json"
     if not config.exists():
         return None
-    return json.loads(config.read_text()).get("max_position_embeddings")
+    return read_json(config, what="model config").get("max_position_embeddings")
 
 
 class VLLMEngine:

@@ -30,6 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
+from drmas.data.io import read_json
+from drmas.errors import DataError
+
 STATE = "trainer.json"
 MANIFEST = "manifest.json"
 UNUSABLE = ".unusable"      # suffix of a checkpoint set aside by a resume that skipped it
@@ -75,7 +78,7 @@ def save(path: Path, groups: dict, state: dict, with_optimizer: bool = True,
 
 
 def read_state(path: Path) -> dict:
-    return json.loads((Path(path) / STATE).read_text())
+    return read_json(Path(path) / STATE, what="checkpoint state")
 
 
 def _sha256(path: Path) -> str:
@@ -123,10 +126,10 @@ def verify(path: Path) -> str | None:
     """
     path = Path(path)
     try:
-        listed = json.loads((path / MANIFEST).read_text())["files"]
-    except FileNotFoundError:
-        return _state_problem(path)
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+        if not (path / MANIFEST).exists():
+            return _state_problem(path)
+        listed = read_json(path / MANIFEST, what="checkpoint manifest")["files"]
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, DataError) as exc:
         return f"{MANIFEST} is unreadable ({type(exc).__name__})"
     for name, want in listed.items():
         f = path / name

@@ -25,7 +25,7 @@ from drmas.config.groups import engine_options, model_dir, plan_groups
 from drmas.config.profile import Config
 from drmas.config.stages import changed_keys, digest, train_key
 from drmas.config.suites import Suite
-from drmas.data.io import atomic_path, atomic_write_text
+from drmas.data.io import atomic_path, atomic_write_text, read_json
 from drmas.errors import ConfigError, DrmasError
 from drmas.registry import ESTIMATORS
 from drmas.rewards import get_reward
@@ -370,7 +370,7 @@ class Trainer:
             return True
         old = _read_identity(self.out / "config.yaml") if where == self.out / "final" else None
         if old is None and (self.ckpt_root / "identity.json").exists():
-            old = json.loads((self.ckpt_root / "identity.json").read_text())
+            old = read_json(self.ckpt_root / "identity.json", what="run identity")
         changed = changed_keys(old, self.identity) if old else ["(unrecorded)"]
         _warn(f"{where} was made with another configuration "
               f"({', '.join(changed[:6])}{' ...' if len(changed) > 6 else ''}); starting afresh")

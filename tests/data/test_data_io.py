@@ -90,3 +90,19 @@ def test_validate_prepared_missing_field():
     del row["split"]
     with pytest.raises(DataError, match=r"f.jsonl:1: missing field\(s\) split"):
         validate_prepared([row], "f.jsonl")
+
+
+def test_read_json_value_reads_any_value_within_bounds(tmp_path):
+    """Local dataset files may hold a JSON array: read whole, but only from a regular file."""
+    import os
+
+    from drmas.data.io import read_json_value
+
+    (tmp_path / "rows.json").write_text('[{"question": "q", "answer": "a"}]')
+    assert read_json_value(tmp_path / "rows.json") == [{"question": "q", "answer": "a"}]
+    os.mkfifo(tmp_path / "pipe.json")
+    with pytest.raises(DataError, match="is a FIFO, not a regular file"):
+        read_json_value(tmp_path / "pipe.json", what="dataset file")
+    (tmp_path / "bad.json").write_text("[1,")
+    with pytest.raises(DataError, match=r"bad\.json:1: not valid JSON"):
+        read_json_value(tmp_path / "bad.json")
