@@ -86,7 +86,9 @@ def load_tokenizer(path: str | Path):
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
     config = Path(path) / "tokenizer_config.json"
-    plain = config.exists() and json.loads(config.read_text()).get("tokenizer_class") in (
+    # a regular file of sane size only (a FIFO would block; the file is a few kB)
+    readable = config.is_file() and config.stat().st_size <= 16 * 2**20
+    plain = readable and json.loads(config.read_text()).get("tokenizer_class") in (
         "TokenizersBackend", "PreTrainedTokenizerFast")
     try:
         tok = (PreTrainedTokenizerFast if plain else AutoTokenizer).from_pretrained(str(path))

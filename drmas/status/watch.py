@@ -39,15 +39,25 @@ def _alive(info: dict) -> bool:
     return True
 
 
+#: the largest status file read (a job writes a few hundred bytes)
+MAX_STATUS_BYTES = 1 << 20
+
+
 def running(folder: str | Path, now: float | None = None) -> list[dict]:
     """Status of every job still running, oldest first."""
     now = time.time() if now is None else now
     out = []
     for path in Path(folder).glob("*.json"):
         try:
+            # a job's status file is a few hundred bytes: anything else (a FIFO, a device, a
+            # large file) is not one, and is skipped without being read
+            if not path.is_file() or path.stat().st_size > MAX_STATUS_BYTES:
+                continue
             info = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
             continue                        # being replaced right now
+        if not isinstance(info, dict):
+            continue
         if info.get("done") or now - info.get("updated", 0) > STALE_S or not _alive(info):
             continue
         out.append(info)

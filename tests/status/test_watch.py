@@ -54,6 +54,21 @@ def test_dead_or_stale_jobs_are_not_running(tmp_path):
     assert [j["job"] for j in running(tmp_path, now)] == ["remote"]
 
 
+
+def test_a_fifo_or_a_non_status_file_is_skipped_unread(tmp_path):
+    """A FIFO named *.json would block a read forever; a JSON list or a large file is no status."""
+    import os
+
+    now = time.time()
+    os.mkfifo(tmp_path / "pipe.json")
+    (tmp_path / "list.json").write_text("[1, 2]")
+    (tmp_path / "big.json").write_text(" " * (2 << 20))
+    (tmp_path / "job.json").write_text(json.dumps({"job": "j", "n": 1, "total": 2, "started": now,
+                                                   "elapsed": 1, "done": False, "host": "elsewhere",
+                                                   "pid": 1, "updated": now}))
+    assert [j["job"] for j in running(tmp_path, now)] == ["j"]
+
+
 def test_watcher_prints_at_its_interval(tmp_path, monkeypatch):
     monkeypatch.setenv(STATUS_ENV, str(tmp_path))
     (tmp_path / "old.json").write_text("{}")            # left by an earlier run: cleared
