@@ -92,12 +92,17 @@ def check_score_set(paths, scores: list[dict], suite: str, split: str = "test") 
         if meta.get("split", "test") != split:
             raise DataError(f"{path}: scores of the {meta['split']!r} split; a table is of the "
                             f"{split!r} split only")
-        key = (meta["assignment"], meta["method"], meta["seed"])
-        if key in first:
-            raise DataError(f"{path}: a second scores file of assignment {key[0]!r}, method "
-                            f"{key[1]!r}, seed {key[2]} (the first: {first[key]}); each run "
-                            "is counted once")
-        first[key] = str(path)
+        _counted_once(first, meta, path, "scores file")
+
+
+def _counted_once(first: dict, meta: dict, path, what: str) -> None:
+    """Refuse a second `what` of one run (assignment, method, seed); `first` maps each run
+    seen so far to its file."""
+    key = (meta["assignment"], meta["method"], meta["seed"])
+    if key in first:
+        raise DataError(f"{path}: a second {what} of assignment {key[0]!r}, method {key[1]!r}, "
+                        f"seed {key[2]} (the first: {first[key]}); each run is counted once")
+    first[key] = str(path)
 
 
 def check_run_set(runs, suite: str) -> None:
@@ -109,12 +114,7 @@ def check_run_set(runs, suite: str) -> None:
         if meta.get("suite", suite) != suite:
             raise DataError(f"{run}: a run of suite {meta['suite']!r}, not of {suite!r} (the "
                             "--suite of this command)")
-        key = (meta["assignment"], meta["method"], meta["seed"])
-        if key in first:
-            raise DataError(f"{run}: a second run folder of assignment {key[0]!r}, method "
-                            f"{key[1]!r}, seed {key[2]} (the first: {first[key]}); each run "
-                            "is counted once")
-        first[key] = str(run)
+        _counted_once(first, meta, run, "run folder")
 
 
 def check_run(run) -> None:

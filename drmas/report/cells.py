@@ -46,14 +46,15 @@ def matrices(frame: pd.DataFrame, sources: list[str], seeds=None, problems=None)
 
 
 def interval_cells(frame: pd.DataFrame, sources: list[str], metrics: list[str],
-                   n_boot: int) -> dict[tuple[str, str], Interval]:
-    """{(source or AVG, metric): interval} of one row."""
+                   n_boot: int, statistic=crossed_bootstrap) -> dict[tuple[str, str], Interval]:
+    """{(source or AVG, metric): interval} of one row: `statistic(matrix or matrices,
+    n_boot=...)` per source and over all sources (default the mean's crossed bootstrap)."""
     cells = {}
     for metric in metrics:
         mats = matrices(frame[frame.metric == metric], sources)
         for source, mat in zip(sources, mats):
-            cells[(source, metric)] = crossed_bootstrap(mat, n_boot=n_boot)
-        cells[(AVG, metric)] = crossed_bootstrap(mats, n_boot=n_boot)
+            cells[(source, metric)] = statistic(mat, n_boot=n_boot)
+        cells[(AVG, metric)] = statistic(mats, n_boot=n_boot)
     return cells
 
 

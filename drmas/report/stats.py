@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from drmas.report.cells import AVG, matrices, metrics_of, sources_of
+from drmas.report.cells import AVG, interval_cells, matrices, metrics_of, sources_of
 from drmas.report.intervals import LEVEL, N_BOOT, Interval, crossed_bootstrap
 
 TRIM = 0.25
@@ -107,13 +107,7 @@ def stats_table(long: pd.DataFrame, assignments: list[str], n_boot: int = N_BOOT
     rows, index = [], []
     for assignment, method in order:
         frame = long[(long.assignment == assignment) & (long.method == method)]
-        cells = {}
-        for metric in metrics:
-            mats = matrices(frame[frame.metric == metric], sources)
-            for source, mat in zip(sources, mats):
-                cells[(source, metric)] = iqm_bootstrap(mat, n_boot=n_boot)
-            cells[(AVG, metric)] = iqm_bootstrap(mats, n_boot=n_boot)
-        rows.append(cells)
+        rows.append(interval_cells(frame, sources, metrics, n_boot, statistic=iqm_bootstrap))
         index.append((assignment, method, "IQM"))
         if method in ("base", baseline) or (assignment, baseline) not in order:
             continue
