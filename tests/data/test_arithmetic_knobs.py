@@ -122,6 +122,20 @@ def test_revise_demos_marks_a_share_of_the_train_rows_only():
     assert not any(r.get("revise") for r in marked if r["split"] != "train")
 
 
+def test_heldout_problems_are_new_questions_drawn_after_the_other_splits():
+    spec = {"kind": "generated", "generator": "arithmetic", "train_problems": 300, "test_problems": 20,
+            "sources": {"a": {"level": 2, "ops": 3}, "b": {"level": 3}}}
+    plain = prepare_rows(spec, 0)
+    more = prepare_rows({**spec, "heldout_problems": 150}, 0)
+    held = [r for r in more if r["split"] == "heldout"]
+    assert [r for r in more if r["split"] != "heldout"] == plain
+    assert {s: sum(r["data_source"] == s for r in held) for s in "ab"} == {"a": 150, "b": 150}
+    questions = [r["question"] for r in more]
+    assert len(set(questions)) == len(questions)                 # no question in two splits
+    for solved, row in zip(check_answers(held), held):
+        assert len(solved["ops"]) == (3 if row["data_source"] == "a" else 1)
+
+
 BAD = [
     ({"sources": {"addsub-1": {"level": 1, "opps": 2}}},
      r"datasets\.default\.sources\.addsub-1: unknown option\(s\) opps; known: level, ops, start, operands, carries, distractors$"),
@@ -131,6 +145,7 @@ BAD = [
     ({"sources": {"addsub-1": {"level": 1, "ops": 9}}}, r"addsub-1\.ops: must be an integer from 1 to 8"),
     ({"sources": {"addsub-1": {"level": 4}}}, r"addsub-1\.level: arithmetic level must be one of"),
     ({"revise_demos": 2}, r"datasets\.default\.revise_demos: must be a number from 0 to 1"),
+    ({"heldout_problems": -1}, r"datasets\.default\.heldout_problems: must be an integer >= 0"),
 ]
 
 

@@ -31,7 +31,10 @@ tests/data/test_arithmetic_knobs.py holds the hashes of the benchmark files' dat
   ("Ann gets 3 apples.") so that every sentence says whose items and which ones it counts.
 An entry-level option `revise_demos` (default 0) marks that share of the train rows with
 `"revise": true`: their warm-start demonstration (drmas/mas/math/demos.py) is a Solver draft
-with a slip, the Verifier's rejection and the Solver's corrected answer. Every problem's gold
+with a slip, the Verifier's rejection and the Solver's corrected answer. The entry-level
+`heldout_problems` (default 0) draws that many more problems per source after the train rows
+(split `heldout`, in neither train nor test; the other splits unchanged): `drmas evaluate
+--split heldout` measures a base model on them within a point or two. Every problem's gold
 answer is recomputed from its steps (`check_steps`) before it is kept.
 """
 
@@ -46,7 +49,8 @@ ITEMS = ["apples", "books", "coins", "pens", "shells", "stamps", "cards", "beads
 
 LEVELS = (1, 2, 3)
 SOURCE_OPTIONS = ("level", "ops", "start", "operands", "carries", "distractors")
-ENTRY_OPTIONS = ("kind", "generator", "train_problems", "test_problems", "sources", "revise_demos")
+ENTRY_OPTIONS = ("kind", "generator", "train_problems", "test_problems", "heldout_problems",
+                 "sources", "revise_demos")
 MAX_OPS = 8
 MAX_TRIES = 20000             # draws in a row that give no new problem before giving up
 
@@ -211,14 +215,18 @@ def check_spec(spec: dict, where: str = "datasets") -> None:
     for name, conf in sources.items():
         source_knobs(conf, f"{where}.sources.{name}")
     revise_share(spec, where)
+    heldout = spec.get("heldout_problems", 0)
+    if isinstance(heldout, bool) or not isinstance(heldout, int) or heldout < 0:
+        raise ConfigError(f"{where}.heldout_problems: must be an integer >= 0, got {heldout!r}")
 
 
 def generate(sources: dict[str, dict], train_problems: int, test_problems: int, seed: int,
-             revise_demos: float = 0.0) -> list[dict]:
-    """Train rows spread evenly over the sources, plus `test_problems` test rows per source.
+             revise_demos: float = 0.0, heldout_problems: int = 0) -> list[dict]:
+    """Train rows spread evenly over the sources, plus `test_problems` test rows per source,
+    then `heldout_problems` held-out rows per source (drawn last: the others unchanged).
 
-    Test questions never appear in the train split (deduplicated by question text). A
-    source's knobs that leave fewer distinct problems than it needs are a ConfigError.
+    No question appears in two splits (deduplicated by question text). A source's knobs
+    that leave fewer distinct problems than it needs are a ConfigError.
     """
     from drmas.errors import ConfigError
 
@@ -226,7 +234,8 @@ def generate(sources: dict[str, dict], train_problems: int, test_problems: int, 
     rows: list[dict] = []
     seen: set[str] = set()
     names = list(sources)
-    for split, per_source in (("test", test_problems), ("train", -(-train_problems // len(names)))):
+    for split, per_source in (("test", test_problems), ("train", -(-train_problems // len(names))),
+                              ("heldout", heldout_problems)):
         for source in names:
             knobs = source_knobs(sources[source], f"sources.{source}")
             level = sources[source]["level"]
@@ -255,7 +264,8 @@ def generate(sources: dict[str, dict], train_problems: int, test_problems: int, 
 def _arithmetic(spec: dict, seed: int) -> list[dict]:
     check_spec(spec)
     return generate(spec["sources"], int(spec["train_problems"]), int(spec["test_problems"]), seed,
-                    revise_demos=revise_share(spec, "datasets"))
+                    revise_demos=revise_share(spec, "datasets"),
+                    heldout_problems=int(spec.get("heldout_problems", 0)))
 
 
 _arithmetic.check = check_spec      # run by drmas.data.prepare.check_names when a file loads
