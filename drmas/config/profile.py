@@ -48,6 +48,10 @@ class TrainConfig:
     minibatch_order: Literal["shuffled", "contiguous"] = opt("shuffled", "mini-batches: a seeded shuffle dealt round-robin, or consecutive rows (verl, unshuffled)")
     save_every: int = opt(50, "checkpoint every N steps (and at the end)", **POS)
 
+    # Upstream's batch handling before advantages (both off by default)
+    pad_group_rows_to: int = opt(0, "pad each worker group's rows to a multiple of N with seeded copies of them (upstream's adjust_batch); 0 = off", minimum=0)
+    balance_batch: bool = opt(False, "deal each worker group's rows to its workers in equal shares of similar token counts (verl's balance_batch)")
+
     # Micro-batches and log-probs
     micro_batch_rows: int = opt(8, "rows per forward/backward (gradient accumulation)", **POS)
     micro_batch_tokens: int = opt(40960, "padded tokens per forward/backward; rows are sorted by length into micro-batches", **POS)
@@ -91,6 +95,7 @@ class TrainConfig:
 #: Properties of a whole run (batch shape, schedule): one value for all agents, so a
 #: per-agent override of one of them is an error.
 RUN_KEYS = ("steps", "prompts_per_step", "group_n", "ppo_mini_batches", "minibatch_order", "save_every", "norm_by_std",
+            "balance_batch",
             "per_slot_uids", "epochs", "loss_balance", "kl_in_reward", "kl_coef", "kl_target",
             "kl_horizon", "paired_every")
 

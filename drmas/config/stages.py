@@ -12,8 +12,9 @@ Machine settings (threads, `resources:`) are not part of any key: they decide wh
 runs, so a run may resume on another backend or cluster. They can still change what it
 computes: beyond float rounding, a group of W > 1 workers draws its samples with one seed per
 rank (`RayGroup.generate`), so another `workers_per_group` draws other samples from then on.
-Under `loss_aggregation: verl` the worker count is part of a run's key, because verl's
-token-mean weighs rows by their micro-batch on each device. `cpu_kernels` is part of the
+Under `loss_aggregation: verl` or `balance_batch` the worker count is part of a run's key,
+because verl's token-mean weighs rows by their micro-batch on each device and balancing deals
+the rows to the devices. `cpu_kernels` is part of the
 warm-start, train and evaluation keys when pinned (not `native`): the kernels are a choice
 of the experiment's arithmetic, like a model's dtype.
 """
@@ -92,6 +93,17 @@ def _models_of(cfg: Config, suite: Suite, assignment: str) -> dict:
             "models": {m: plain(cfg.models[m]) for m in names}}
 
 
+#: Train keys added after runs had been made, each with the value that leaves a run as it
+#: was: at that value a key is left out of the run's key, so that existing runs keep their
+#: identity (and resume from their checkpoints) until the key is set.
+LATER_TRAIN_KEYS = {"pad_group_rows_to": 0, "balance_batch": False}
+
+
+def _agent_train_key(cfg: Config, agent: str) -> dict:
+    key = plain(cfg.agent_train(agent))
+    return {k: v for k, v in key.items() if k not in LATER_TRAIN_KEYS or v != LATER_TRAIN_KEYS[k]}
+
+
 def train_key(cfg: Config, suite: Suite, assignment: str, method: str, seed: int) -> dict:
     """A run's identity: everything that decides which weights it ends with. For
     warm-started models (tiny ones; pretrained ones with a `warmstart:` block) the warm-start
@@ -100,12 +112,14 @@ def train_key(cfg: Config, suite: Suite, assignment: str, method: str, seed: int
     key = {"suite": suite.name, "assignment": assignment, "method": method,
            "estimator": c.method(method).estimator, "seed": int(seed),
            "prompt_set": c.prompt_set, "mas": mas_key(c, suite), **_models_of(c, suite, assignment),
-           "train": {a: plain(c.agent_train(a)) for a in suite.agents}, **kernels_key(c)}
+           "train": {a: _agent_train_key(c, a) for a in suite.agents}, **kernels_key(c)}
     key["warmstart"] = {m: warmstart_key(cfg, suite, m)["warmstart"]
                         for m in key["models"] if c.warm_started(m)}
-    if any(key["train"][a]["loss_aggregation"] == "verl" for a in suite.agents):
+    if any(key["train"][a]["loss_aggregation"] == "verl" for a in suite.agents) \
+            or c.train.balance_batch:
         # verl's token-mean weighs a row by its micro-batch on its device, as upstream does
-        # (algos/loss.py, verl_row_denominators): the worker count is then part of the result
+        # (algos/loss.py, verl_row_denominators), and balance_batch deals the rows to the
+        # devices: the worker count is then part of the result
         key["workers_per_group"] = c.resources.workers_per_group
     return key
 

@@ -21,6 +21,7 @@ import yaml
 
 from drmas.algos.advantages import (compute_advantages, lemma_diagnostics, lemma_prediction,
                                    offset_advantages, pool_std_fractions)
+from drmas.algos.batching import balanced_order, copy_indices
 from drmas.config.groups import engine_options, model_dir, plan_groups
 from drmas.config.profile import Config
 from drmas.config.stages import changed_keys, digest, train_key
@@ -86,15 +87,51 @@ def episode_rows(episodes, team_rewards, penalty: float, agent_group: dict) -> l
     return rows
 
 
+def pad_group_rows(rows: list[dict], multiples: dict[str, int], rng_for) -> list[dict]:
+    """`rows` and, appended after them group by group, the copies upstream's
+    `adjust_batch(mode="copy")` adds to each worker group's rows (`copy_indices`): group g's
+    rows, in their order, padded to a multiple of `multiples[g]` (0: none) with copies drawn
+    by `rng_for(g)`, a `numpy.random.RandomState`. A copy is its row (same uid, trajectory,
+    agent, response and score), marked ``copy: True``: it enters the pools and the loss as
+    upstream's does. Appended at the end, each group's copies follow its rows in
+    `upstream_batch_order`, as upstream concatenates them after the group's rows."""
+    out = list(rows)
+    for g, multiple in multiples.items():
+        if not multiple:
+            continue
+        mine = [r for r in rows if r["group"] == g]
+        out += [{**mine[i], "copy": True} for i in copy_indices(len(mine), multiple, rng_for(g))]
+    return out
+
+
+def balance_group_rows(rows: list[dict], worlds: dict[str, int]) -> list[dict]:
+    """`rows` with each worker group's rows reordered among their own places as verl's
+    `balance_batch` reorders the group's batch for its `worlds[g]` workers (`balanced_order`
+    of their prompt + response tokens): in `upstream_batch_order` group g's rows are then
+    worker 0's equal share, worker 1's, ..., each of similar token count, which is how verl
+    deals them. One worker keeps the order. Each group's row count must divide by its worker
+    count (upstream pads first: `pad_group_rows`)."""
+    out = list(rows)
+    for g, world in worlds.items():
+        where = [i for i, r in enumerate(rows) if r["group"] == g]
+        if world <= 1 or not where:
+            continue
+        lengths = [len(rows[i]["prompt_ids"]) + len(rows[i]["response_ids"]) for i in where]
+        for place, j in zip(where, balanced_order(lengths, world).tolist()):
+            out[place] = rows[where[j]]
+    return out
+
+
 def upstream_batch_order(rows: list[dict], groups: list[str]) -> np.ndarray:
     """The row indices in the order upstream's batch holds them when it computes advantages
     (one GPU per worker group): its rollout gathers each trajectory's calls in turn order,
     trajectory after trajectory (as `episode_rows`), then splits the batch by worker group
     and concatenates the groups in the order of their first agent (`combine_batches`). Only
     estimators that read a trajectory's first row (``grpo_2025``) depend on it; with one
-    shared group it is the rows' own order. Upstream's `balance_batch` with several GPUs
-    reorders a group's rows by length, and `adjust_batch` appends duplicate rows; neither is
-    reproduced (ARCHITECTURE.md, upstream table)."""
+    shared group it is the rows' own order. Upstream's `adjust_batch` appends copies to each
+    group's rows and, with several GPUs, `balance_batch` reorders them by length; with
+    `train.pad_group_rows_to` and `train.balance_batch` the trainer does both to `rows`
+    first (`pad_group_rows`, `balance_group_rows`), and this order follows."""
     rank = {g: i for i, g in enumerate(groups)}
     return np.argsort(np.fromiter((rank[r["group"]] for r in rows), np.int64, len(rows)),
                       kind="stable")
@@ -172,6 +209,7 @@ class Trainer:
         self.out = Path(out_dir)
         self.ckpt_root = Path(checkpoints) if checkpoints else self.out / "checkpoints"
         self.plan = plan_groups(cfg, assignment, suite.agents)
+        _check_balance(cfg, self.plan)
         self.agent_group = {a: g for g, spec in self.plan.items() for a in spec["agents"]}
         self.train = cfg.train
         self.orchestra = build_orchestra(cfg, suite, retriever)
@@ -239,7 +277,8 @@ class Trainer:
                            derived_seed(self.seed, "rollout", self.step))
         lap("generate")
         team = score_episodes(episodes, self.reward)
-        rows = episode_rows(episodes, team, self.suite.invalid_penalty, self.agent_group)
+        rows = self._upstream_rows(episode_rows(episodes, team, self.suite.invalid_penalty,
+                                                self.agent_group))
         lap("reward")
         shaping = {"kl_ctrl": self.shaping.apply_kl(rows, self.groups)}
         if shaping["kl_ctrl"] is not None:
@@ -272,6 +311,20 @@ class Trainer:
         if paired is not None:
             m["paired"] = paired
         return m
+
+    def _upstream_rows(self, rows: list[dict]) -> list[dict]:
+        """The rollout rows as upstream's batch holds them before rewards are shaped and
+        advantages computed, where upstream handles each worker group's rows (off by
+        default): padded with copies (`train.pad_group_rows_to`; each group's own value, the
+        copies drawn with a seed of the run, step and group) and balanced over the group's
+        workers (`train.balance_batch`)."""
+        multiples = {g: spec["settings"].pad_group_rows_to for g, spec in self.plan.items()}
+        if any(multiples.values()):
+            rows = pad_group_rows(rows, multiples, lambda g: np.random.RandomState(
+                derived_seed(self.seed, "pad", self.step, g)))
+        if self.train.balance_batch:
+            rows = balance_group_rows(rows, {g: grp.world for g, grp in self.groups.items()})
+        return rows
 
     def _paired(self, rows: list[dict], cols: dict) -> dict:
         """The paired same-batch measurement (`train.paired_every`; drmas/algos/paired.py):
@@ -315,16 +368,22 @@ class Trainer:
         return {g: grp.update(mine[g], seeds[g]) for g, grp in self.groups.items()}
 
     def _metrics(self, episodes, team, rows, group_metrics, cols, timings) -> dict:
+        """The step's metrics. With `train.pad_group_rows_to` the rollout's statistics (calls,
+        rewards, validity, lengths, rows, rollout throughput) are over the rollout's rows,
+        those of advantages, diagnostics and the update over the rows trained on, copies
+        included (`padded_rows`: the copies per group)."""
+        rollout = [r for r in rows if not r.get("copy")]
         agents = {}
         for agent in self.suite.agents:
-            mine = [r for r in rows if r["agent"] == agent]
+            mine = [r for r in rollout if r["agent"] == agent]
+            trained = [r for r in rows if r["agent"] == agent]
             g = group_metrics[self.agent_group[agent]]
             agents[agent] = {
                 "calls": len(mine),
                 "reward": _stats([r["score"] for r in mine]),
                 "valid": float(np.mean([r["valid"] for r in mine])) if mine else 0.0,
-                "advantage": {**_stats([r["advantage"] for r in mine]),
-                              "absmax": max((abs(r["advantage"]) for r in mine), default=0.0)},
+                "advantage": {**_stats([r["advantage"] for r in trained]),
+                              "absmax": max((abs(r["advantage"]) for r in trained), default=0.0)},
                 "response_len": float(np.mean([len(r["response_ids"]) for r in mine])) if mine else 0.0,
                 "grad_norm": g.get("agent_grad_norm", {}).get(agent),
                 "clip_frac": g.get("agent_clip_frac", {}).get(agent),
@@ -333,22 +392,27 @@ class Trainer:
         for g in group_metrics.values():
             for key in ("agent_grad_norm", "agent_clip_frac", "agent_approx_kl"):
                 g.pop(key, None)
-        tokens = sum(len(r["response_ids"]) for r in rows)
+        tokens = sum(len(r["response_ids"]) for r in rollout)
+        trained_tokens = sum(len(r["response_ids"]) for r in rows)
         batch = (np.asarray(cols["score"]), cols["uid"], cols["traj_uid"], cols["agent"])
         # upstream's Lemma 4.2 names, then the same-batch prediction (ARCHITECTURE.md, Run folder)
         adv_diag = lemma_diagnostics(*batch)
         for agent, pred in lemma_prediction(*batch, norm_by_std=self.train.norm_by_std,
                                             order=cols["order"]).items():
             adv_diag.setdefault(agent, {}).update(pred)
-        return {"step": self.step, "team_reward": _stats(team),
-                "reward_groups": reward_groups(episodes, team), "agents": agents,
-                "groups": group_metrics, "adv_diag": adv_diag,
-                "adv_std": pool_std_fractions(batch[0], cols["uid"], cols["agent"]),
-                "episodes": {k: float(np.mean([ep.info.get(k, 0) for ep in episodes]))
-                             for k in episodes[0].info} if episodes else {},
-                "rows": len(rows), "tokens_per_s": tokens / max(timings["generate"], 1e-9),
-                "update_tokens_per_s": tokens / max(timings["update"], 1e-9),
-                "time": timings}
+        out = {"step": self.step, "team_reward": _stats(team),
+               "reward_groups": reward_groups(episodes, team), "agents": agents,
+               "groups": group_metrics, "adv_diag": adv_diag,
+               "adv_std": pool_std_fractions(batch[0], cols["uid"], cols["agent"]),
+               "episodes": {k: float(np.mean([ep.info.get(k, 0) for ep in episodes]))
+                            for k in episodes[0].info} if episodes else {},
+               "rows": len(rollout), "tokens_per_s": tokens / max(timings["generate"], 1e-9),
+               "update_tokens_per_s": trained_tokens / max(timings["update"], 1e-9),
+               "time": timings}
+        if any(spec["settings"].pad_group_rows_to for spec in self.plan.values()):
+            out["padded_rows"] = {g: sum(r["group"] == g for r in rows) - sum(
+                r["group"] == g for r in rollout) for g in self.groups}
+        return out
 
     # -- checkpoints ---------------------------------------------------------------------
     def save(self, path: Path, final: bool = False) -> None:
@@ -517,6 +581,22 @@ class Trainer:
              "assignment": self.assignment, "method": self.method, "seed": self.seed,
              "groups": self.plan_summary(), "identity_hash": self.identity_hash,
              "identity": self.identity}, sort_keys=False))
+
+
+def _check_balance(cfg: Config, plan: dict) -> None:
+    """`train.balance_batch` deals a group's rows to its workers in equal shares, so with W > 1
+    workers per group (the ray backend) every group's rows must be padded to a multiple of W
+    (upstream's divisor is one: its micro-batch sizes times the GPU count). Refused up front,
+    before any worker starts, rather than at the first step whose row count does not divide."""
+    world = cfg.resources.workers_per_group if cfg.resources.backend == "ray" else 1
+    if not cfg.train.balance_batch or world == 1:
+        return
+    for g, spec in plan.items():
+        multiple = spec["settings"].pad_group_rows_to
+        if multiple == 0 or multiple % world:
+            raise ConfigError(f"train.balance_batch with resources.workers_per_group {world} "
+                              f"needs train.pad_group_rows_to a multiple of {world} for group "
+                              f"{g!r} (agents {', '.join(spec['agents'])}), got {multiple}")
 
 
 def _read_identity(path: Path) -> dict | None:
