@@ -15,6 +15,9 @@ short replies leave most response slots empty, and reading only the written ones
 model's sampling by 13-20%). Prompts longer than one token go through transformers' own `sdpa`
 function unchanged, so prefill and training compute exactly what they did.
 
+Rows that have finished (EOS) leave the batch, their cache rows with them
+(`PreallocatedLayer.batch_select_indices`, `DecodeMask.select`; when, in `hf.worth_dropping`).
+
 Sampling n completions of one prompt (a GRPO group, an avg@16 evaluation) repeats the same
 prompt n times; `distinct_prompts` lets the engine prefill each distinct prompt once and copy
 its cache rows.
@@ -86,7 +89,14 @@ class PreallocatedLayer(DynamicLayer):
         raise NotImplementedError("the rollout cache is never cropped")
 
     def batch_select_indices(self, indices) -> None:
-        raise NotImplementedError("the rollout cache keeps its rows")
+        """Keep rows `indices` (finished rows leave the decode batch): they move to the front
+        of the same storage, copying only the positions written so far (the rest are zeros in
+        every row), and the cache becomes a view of those rows, contiguous as before."""
+        if self.is_initialized:
+            rows, end = len(indices), self.length
+            self.keys[:rows, :, :end] = self.keys[indices, :, :end]
+            self.values[:rows, :, :end] = self.values[indices, :, :end]
+            self.keys, self.values = self.keys[:rows], self.values[:rows]
 
 
 def preallocated_cache(model, capacity: int) -> Cache:
@@ -165,6 +175,10 @@ class DecodeMask:
         rows, self.width = prompt_mask.shape
         self.mask = torch.cat([prompt_mask.bool(), prompt_mask.new_zeros(
             (rows, new_tokens), dtype=torch.bool)], 1)[:, None, None, :]
+
+    def select(self, indices: torch.Tensor) -> None:
+        """Keep rows `indices`, as the cache does (`PreallocatedLayer.batch_select_indices`)."""
+        self.mask = self.mask[indices]
 
     def at(self, step: int) -> torch.Tensor:
         """The mask of decode step `step` >= 1, whose input token goes to slot width + step - 1."""
