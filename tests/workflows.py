@@ -18,7 +18,7 @@ REDUCED = {
     "profile": "e2e",
     "seeds": [0],
     "resources": {"backend": "ray"},
-    "datasets": {"math": "default", "search": "default"},
+    "datasets": {"math": "basic", "search": "default"},     # the small tasks: the pipeline, not the difficulty
     "models": {"small": {"kind": "tiny", "hidden_size": 64, "layers": 2, "heads": 1, "intermediate_size": 128},
                "medium": {"kind": "tiny", "hidden_size": 64, "layers": 3, "heads": 1, "intermediate_size": 128,
                           "warmstart": {"steps": 40}}},
@@ -27,7 +27,10 @@ REDUCED = {
     "train": {"steps": 3, "prompts_per_step": 4, "group_n": 4, "ppo_mini_batches": 2,
               "micro_batch_rows": 64, "lr": 5.0e-5, "max_response_tokens": 24, "save_every": 2},
     "eval": {"n": 4, "temperature": 0.6, "top_p": 0.95, "batch_size": 128, "max_problems_per_source": 4},
-    "suite_overrides": {"math": {"assignments": ["shared", "nonshared", "hetero"]},
+    "suite_overrides": {"math": {"assignments": ["shared", "nonshared", "hetero"],
+                                 "warmstart": {"steps": 40, "mistake_rate": 0.3},
+                                 "train": {"steps": 3, "save_every": 2, "paired_every": 7},
+                                 "eval": {"max_problems_per_source": 4}},
                         "search": {"warmstart": {"steps": 40}, "eval": {"max_problems_per_source": 4},
                                    "train": {"prompts_per_step": 2, "group_n": 4, "steps": 3}}},
 }

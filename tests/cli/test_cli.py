@@ -84,7 +84,8 @@ def test_prepare_writes_valid_splits(tmp_path):
     from drmas.data.io import read_jsonl
 
     train, test = read_jsonl(tmp_path / "train.jsonl"), read_jsonl(tmp_path / "test.jsonl")
-    assert {r["data_source"] for r in test} == {"addsub-1", "addsub-2", "mul-addsub"}
-    assert len(test) == 3 * 40 and len(train) >= 4000
-    assert not {r["question"] for r in train} & {r["question"] for r in test}
-    assert not (tmp_path / "heldout.jsonl").exists()     # the arithmetic generator keeps none
+    heldout = read_jsonl(tmp_path / "heldout.jsonl")
+    assert {r["data_source"] for r in test} == {"addsub-3", "distract-2", "carry-2"}
+    assert len(test) == 3 * 60 and len(train) >= 4000 and len(heldout) == 3 * 100
+    questions = [r["question"] for r in train + test + heldout]
+    assert len(set(questions)) == len(train) + len(test) + len(heldout)   # no question in two splits

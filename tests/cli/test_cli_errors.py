@@ -313,7 +313,7 @@ def test_unreachable_hub_model_names_the_id_and_the_path_override(tmp_path):
     assert "set the model's `path:` in the profile" in out and len(out.splitlines()) == 1
 
 
-@pytest.mark.parametrize("extra, cap", [([], 25), (["--max-problems", "2"], 2), (["--max-problems", "0"], None)])
+@pytest.mark.parametrize("extra, cap", [([], 60), (["--max-problems", "2"], 2), (["--max-problems", "0"], None)])
 def test_evaluate_reads_the_split_asked_with_its_cap(tmp_path, capsys, monkeypatch, extra, cap):
     """`--split heldout` evaluates heldout.jsonl, `--max-problems` replaces the config's cap (0:
     every problem), and the split is named in the scores' meta. The evaluation itself is

@@ -138,14 +138,14 @@ def test_heldout_problems_are_new_questions_drawn_after_the_other_splits():
 
 BAD = [
     ({"sources": {"addsub-1": {"level": 1, "opps": 2}}},
-     r"datasets\.default\.sources\.addsub-1: unknown option\(s\) opps; known: level, ops, start, operands, carries, distractors$"),
-    ({"difficulty": 3}, r"datasets\.default: unknown option\(s\) difficulty for the arithmetic generator; known: .*revise_demos$"),
+     r"datasets\.basic\.sources\.addsub-1: unknown option\(s\) opps; known: level, ops, start, operands, carries, distractors$"),
+    ({"difficulty": 3}, r"datasets\.basic: unknown option\(s\) difficulty for the arithmetic generator; known: .*revise_demos$"),
     ({"sources": {"addsub-1": {"level": 1, "operands": [5, 2]}}}, r"addsub-1\.operands: must be \[low, high\]"),
     ({"sources": {"addsub-1": {"level": 1, "carries": "yes"}}}, r"addsub-1\.carries: must be true or false"),
     ({"sources": {"addsub-1": {"level": 1, "ops": 9}}}, r"addsub-1\.ops: must be an integer from 1 to 8"),
     ({"sources": {"addsub-1": {"level": 4}}}, r"addsub-1\.level: arithmetic level must be one of"),
-    ({"revise_demos": 2}, r"datasets\.default\.revise_demos: must be a number from 0 to 1"),
-    ({"heldout_problems": -1}, r"datasets\.default\.heldout_problems: must be an integer >= 0"),
+    ({"revise_demos": 2}, r"datasets\.basic\.revise_demos: must be a number from 0 to 1"),
+    ({"heldout_problems": -1}, r"datasets\.basic\.heldout_problems: must be an integer >= 0"),
 ]
 
 
@@ -154,10 +154,10 @@ def test_unknown_or_bad_options_are_refused_in_one_line_when_the_file_loads(chan
     import yaml
 
     """`check_names` is what `load_suite` runs on every datasets entry of a benchmark file."""
-    spec = dict(yaml.safe_load((REPO / "benchmarks" / "math.yaml").read_text())["datasets"]["default"])
+    spec = dict(yaml.safe_load((REPO / "benchmarks" / "math.yaml").read_text())["datasets"]["basic"])
     spec.update(change)
-    where = "benchmarks/math.yaml: datasets.default"
-    with pytest.raises(ConfigError, match=rf"^benchmarks/math.yaml: (datasets\.default\.sources\.)?{message}") as err:
+    where = "benchmarks/math.yaml: datasets.basic"
+    with pytest.raises(ConfigError, match=rf"^benchmarks/math.yaml: (datasets\.basic\.sources\.)?{message}") as err:
         check_names(spec, where)
     assert "\n" not in str(err.value)
 
@@ -168,8 +168,8 @@ def test_the_commented_example_in_math_yaml_loads_and_generates():
     text = text.replace(example, example.replace("# ", "", 1)).replace("    # revise_demos:", "    revise_demos:")
     import yaml
 
-    spec = yaml.safe_load(text)["datasets"]["default"]
-    check_names(spec, "math.yaml: datasets.default")
+    spec = yaml.safe_load(text)["datasets"]["basic"]
+    check_names(spec, "math.yaml: datasets.basic")
     assert spec["revise_demos"] == 0.2 and spec["sources"]["addsub-hard"]["carries"] is True
     rows = generate({"addsub-hard": spec["sources"]["addsub-hard"]}, 50, 10, seed=0)
     for solved in check_answers(rows):

@@ -1,7 +1,8 @@
 """With the difficulty knobs at their defaults, the generators make exactly the datasets they
 made before the knobs existed: every `kind: generated` entry of benchmarks/*.yaml, seeds 0
 and 1, rows and corpus, byte for byte (the hashes were computed from the code before the
-knobs were added), and the warm-start demonstrations built on them."""
+knobs were added), and the warm-start demonstrations built on them. The entries that use
+knobs (math's default, search's mid) are pinned too, so that a change of the generators shows."""
 
 import hashlib
 import json
@@ -18,14 +19,23 @@ from repo import REPO
 from retrievers import FakeRetriever
 
 BEFORE = {   # sha256 of the rows (corpus documents) as JSON lines, in the order generated
-    "math.default.rows.seed0": "6b0bca527b957d244b7c8647866e6ceaafd307207db690b8dffceb0b9110f0ba",
-    "math.default.rows.seed1": "08aa0aeae2842ef490cdd99d1081ee04de3b548418c30fbc2aba4ec0b0449d63",
-    "math4.default.rows.seed0": "6b0bca527b957d244b7c8647866e6ceaafd307207db690b8dffceb0b9110f0ba",
-    "math4.default.rows.seed1": "08aa0aeae2842ef490cdd99d1081ee04de3b548418c30fbc2aba4ec0b0449d63",
+    "math.basic.rows.seed0": "6b0bca527b957d244b7c8647866e6ceaafd307207db690b8dffceb0b9110f0ba",
+    "math.basic.rows.seed1": "08aa0aeae2842ef490cdd99d1081ee04de3b548418c30fbc2aba4ec0b0449d63",
+    "math4.basic.rows.seed0": "6b0bca527b957d244b7c8647866e6ceaafd307207db690b8dffceb0b9110f0ba",
+    "math4.basic.rows.seed1": "08aa0aeae2842ef490cdd99d1081ee04de3b548418c30fbc2aba4ec0b0449d63",
     "search.default.rows.seed0": "90e753dab46463ff515896aeb35646c34ba0f6579dd22bc2b1bcc0a4a4a774f7",
     "search.default.corpus.seed0": "d0084d8a54efa7b0a8463e8072d934013900a503671082b0a388850acff116bd",
     "search.default.rows.seed1": "3100f883bcf133a8e124db753e4f7e1b0e32d2f074136805d50a315cf4d5dea0",
     "search.default.corpus.seed1": "4db0e76f7186722c894af923d04af4f72033f708dc53afa5dd587d0e93a04ae1",
+    # the entries that use knobs (math's and math4's default, search's mid), pinned when added
+    "math.default.rows.seed0": "2cb8b9be528e071541fe003111412358b6057cb34968b8a30a0ce18235ce6ee0",
+    "math.default.rows.seed1": "601b2bbe7fbf43bc37655fb63ef437e8cc540273bcd631088819e9cdf74cc301",
+    "math4.default.rows.seed0": "2cb8b9be528e071541fe003111412358b6057cb34968b8a30a0ce18235ce6ee0",
+    "math4.default.rows.seed1": "601b2bbe7fbf43bc37655fb63ef437e8cc540273bcd631088819e9cdf74cc301",
+    "search.mid.rows.seed0": "d183e1b8d84aaa62efb8af93ca7e5c59d830f55a5d472b1ea8bdfc8aa1bf4e56",
+    "search.mid.corpus.seed0": "fca511aeeeedf9c90efce29afbc5e92e437dd0aa16c8574973d06bb84e6935e1",
+    "search.mid.rows.seed1": "dd46533f25dbe64402ca0207cc57e486d67725265c94cc3403224c112a344008",
+    "search.mid.corpus.seed1": "e67e0ab0aabaeb7853f512ec04d1581ca570247b462d9eed2e4d78c24010d01a",
     "bench.gpu_check": "c36618d5349c6463e024fe7e7a0bfd29b95b1079dae163ad4db3a6ccc990d6aa",
     "bench.models": "0394b41a86f4ab0c75ae37f48fe7d43a2240a65be425530849e370efcda074fa",
 }
@@ -65,7 +75,7 @@ def test_every_generated_benchmark_dataset_is_byte_identical():
                                                  400, 32, seed=0))
     got["bench.models"] = jsonl_hash(generate({"addsub-1": {"level": 1}, "addsub-2": {"level": 2}},
                                               64, 8, seed=0))
-    assert entries == 3                      # math, math4, search: a new entry needs its hash here
+    assert entries == 6                      # math, math4: default and basic; search: default and mid. A new entry needs its hash here
     assert got == BEFORE
 
 

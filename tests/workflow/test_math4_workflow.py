@@ -13,7 +13,7 @@ from repo import copy_workflow, snakemake_bin, workflow_env
 
 PROFILE = {
     "profile": "m4", "suites": ["math4"], "assignments": ["nonshared"], "seeds": [0],
-    "methods": ["grpo", "drmas"], "datasets": {"math4": "default"},
+    "methods": ["grpo", "drmas"], "datasets": {"math4": "basic"},
     "models": {"small": {"kind": "tiny", "hidden_size": 64, "layers": 2, "heads": 1,
                          "intermediate_size": 128}},
     "assignment_defs": {"nonshared": {"share": False, "models": {"default": "small"}}},

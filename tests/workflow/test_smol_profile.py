@@ -38,7 +38,7 @@ def test_smol_profile_converts_its_model_into_results():
     # a format warm start per suite, on the generated suites its demonstrations replay
     assert cfg.warm_started("smollm2") and cfg.models["smollm2"].warmstart["steps"] == 80
     assert {s: cfg.for_suite(s).warmstart.batch_size for s in cfg.suites} == {"math": 16, "search": 8}
-    assert {s: cfg.dataset_key(s) for s in cfg.suites} == {"math": "default", "search": "default"}
+    assert {s: cfg.dataset_key(s) for s in cfg.suites} == {"math": "basic", "search": "default"}
     # the search benchmark's last turn (verify): under `answer` RL's signal ran out (results.md)
     assert "search" not in cfg.mas_options and mas_options(cfg, suites["search"]).last_turn == "verify"
 
