@@ -6,10 +6,11 @@ profile, each a new process on a small, busy CPU).
 - prepare: no torch, transformers or pandas; the tokenizer job: no torch (only `tokenizers`
   and transformers' tokenizer class), also while it trains and saves a tokenizer;
 - train, evaluate: no `torch.distributed.checkpoint` (a single worker never needs it before it
-  saves a checkpoint; an evaluation never), no plotting, no scikit-learn at import (the
-  transformers model classes bring it, through their generation utilities, when a job builds
-  a model: that part is the library's); train imports no pandas (evaluate aggregates its
-  samples with it);
+  saves a checkpoint; an evaluation never), no plotting, no scikit-learn at import; train
+  imports no pandas (evaluate aggregates its samples with it);
+- a model job, once its process is prepared (`drmas.models.startup.prepare_process`): no
+  scikit-learn when it builds a transformers model with its generation utilities
+  (transformers would import it for assisted decoding), and scikit-learn still importable;
 - the report jobs: tables no torch and no plotting, card and verify no torch, pandas or
   plotting at import (`drmas card` imports torch for the numerics fingerprint when it runs it).
 """
@@ -50,6 +51,11 @@ CASES = {
               ("torch.distributed.checkpoint", "pandas", "sklearn", *PLOTTING)),
     "evaluate": (JOB + "import drmas.cli.inputs, drmas.evaluation.runner\n",
                  ("torch.distributed.checkpoint", "sklearn", *PLOTTING)),
+    "model job": (JOB + "from drmas.models.startup import prepare_process\nprepare_process(1)\n"
+                        "from drmas.bench.models import SHAPES\nfrom drmas.models.tiny import tiny_model\n"
+                        "import transformers.generation.utils\n"
+                        "tiny_model(SHAPES['small'], 300, seed=0)\n",
+                  ("torch.distributed.checkpoint", "pandas", "sklearn", *PLOTTING)),
     "table": (JOB + "import drmas.cli.inputs, drmas.report.tables\n",
               ("torch", "transformers", "sklearn", *PLOTTING)),
     "card, verify": (JOB + "import drmas.report.card, drmas.report.cardmd, drmas.report.verify\n",
@@ -71,3 +77,17 @@ def test_job_imports_only_what_it_uses(job):
     code, forbidden = CASES[job]
     extra = [m for m in imported(code) if m in forbidden]
     assert not extra, f"{job}: imports {extra} (find who with `python -X importtime`)"
+
+
+def test_prepared_process_keeps_determinism_and_scikit_learn():
+    """`prepare_process` sets threads and deterministic algorithms; hiding scikit-learn from
+    transformers' check leaves it importable for others (pyserini's rerankers)."""
+    pytest.importorskip("sklearn")
+    code = ("import sys, torch\nfrom drmas.models.startup import prepare_process\n"
+            "prepare_process(1)\nimport transformers.generation.utils\n"
+            "assert 'sklearn' not in sys.modules\n"
+            "assert torch.get_num_threads() == 1\n"
+            "assert torch.are_deterministic_algorithms_enabled()\n"
+            "assert torch.is_deterministic_algorithms_warn_only_enabled()\n"
+            "import sklearn.metrics\n")
+    assert "sklearn" in imported(code)

@@ -26,11 +26,11 @@ def fingerprint(threads: int = 1, steps: int = STEPS) -> dict:
 
     from drmas.bench.models import SHAPES
     from drmas.models.kernels import cpu_name, in_use
+    from drmas.models.startup import prepare_process
     from drmas.models.tiny import tiny_model
     from drmas.train.optimizer import adamw
 
-    torch.set_num_threads(threads)
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    prepare_process(threads)
     model = tiny_model(SHAPES["small"], VOCAB, seed=0)
     opt = adamw(model.parameters(), lr=3e-3)
     tokens = torch.Generator().manual_seed(1)

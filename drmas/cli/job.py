@@ -53,12 +53,10 @@ def pin_cpu_kernels(args) -> None:
 def setup_torch(cfg) -> None:
     """Threads and determinism for a job that runs beside others on a small machine; the job
     log names the CPU kernels in use (an error if the profile's `cpu_kernels` did not take)."""
-    import torch
-
     from drmas.models.kernels import check
+    from drmas.models.startup import prepare_process
 
-    torch.set_num_threads(cfg.threads)
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    prepare_process(cfg.threads)
     print(check(cfg.cpu_kernels), flush=True)    # stdout: stderr is a failing job's one line
 
 

@@ -160,10 +160,9 @@ class _Actor:
     overhead: the driver's wall time minus this)."""
 
     def __init__(self, threads: int):
-        import torch
+        from drmas.models.startup import prepare_process
 
-        torch.set_num_threads(threads)
-        torch.use_deterministic_algorithms(True, warn_only=True)
+        prepare_process(threads)
         self.worker = None
 
     def address(self) -> tuple[str, int]:
