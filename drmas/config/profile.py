@@ -45,7 +45,7 @@ class TrainConfig:
     group_n: int = opt(8, "rollouts per problem (the GRPO group)", minimum=2)
     per_slot_uids: bool = opt(True, "every drawn problem slot is its own GRPO group (as upstream); false = repeats share one group")
     ppo_mini_batches: int = opt(1, "optimiser steps per RL step (the batch split into this many mini-batches)", **POS)
-    minibatch_order: Literal["shuffled", "contiguous"] = opt("shuffled", "mini-batches: a seeded shuffle dealt round-robin, or consecutive rows (verl, unshuffled)")
+    minibatch_order: Literal["shuffled", "contiguous"] = opt("shuffled", "mini-batches: a seeded shuffle dealt round-robin, or verl's unshuffled per-worker chunks")
     save_every: int = opt(50, "checkpoint every N steps (and at the end)", **POS)
 
     # Upstream's batch handling before advantages (both off by default)

@@ -80,16 +80,30 @@ def plain_weights(model):
     return mergeable(model).state_dict().items()
 
 
-def minibatches(n_rows: int, n_mini: int, seed: int, order: str = "shuffled") -> list[list[int]]:
-    """The rows of one update split into `n_mini` mini-batches: "shuffled" deals a seeded
-    shuffle of the rows round-robin; "contiguous" cuts the rows in data order into
-    consecutive chunks (verl with `actor.shuffle: False`, the paper's scripts), the first
-    ones a row longer when `n_rows` does not divide."""
+def minibatches(n_rows: int, n_mini: int, seed: int, order: str = "shuffled",
+                world: int = 1) -> list[list[int]]:
+    """The rows of one update split into at most `n_mini` mini-batches: "shuffled" deals a
+    seeded shuffle of the rows round-robin; "contiguous" is verl's layout with `actor.shuffle:
+    False` (the paper's scripts): the rows in data order are dealt to the `world` workers in
+    contiguous shares, each share is cut into chunks of ceil(rows / (n_mini x world)) rows
+    (`use_adaptive_ppo_mini_batch_size`), and mini-batch k is the k-th chunk of every share.
+    With that chunk size a share can run out of rows before `n_mini` chunks (10 rows in 4
+    mini-batches: 3, 3, 3, 1; 12 rows in 5: 3, 3, 3, 3): upstream then takes fewer optimiser
+    steps, and so does this. Upstream pads the rows to a multiple of the workers
+    (`train.pad_group_rows_to`); without it the first shares here are a row longer."""
     n_mini = min(n_mini, n_rows)
     if order == "contiguous":
-        size, extra = divmod(n_rows, n_mini)
-        cuts = [i * size + min(i, extra) for i in range(n_mini + 1)]
-        return [list(range(cuts[i], cuts[i + 1])) for i in range(n_mini)]
+        world = max(1, min(world, n_rows))
+        size, extra = divmod(n_rows, world)
+        starts = [w * size + min(w, extra) for w in range(world + 1)]
+        chunk = -(-n_rows // (n_mini * world))
+        out = []
+        for k in range(-(-(size + (extra > 0)) // chunk)):
+            mini = [i for w in range(world)
+                    for i in range(starts[w] + k * chunk, min(starts[w] + (k + 1) * chunk, starts[w + 1]))]
+            if mini:
+                out.append(mini)
+        return out
     rows = list(range(n_rows))
     random.Random(seed).shuffle(rows)
     return [rows[i::n_mini] for i in range(n_mini)]
@@ -189,7 +203,7 @@ class GroupWorker:
         if not rows:
             return {"rows": 0}
         self.sleep()
-        minis = minibatches(len(rows), s.ppo_mini_batches, seed, s.minibatch_order)
+        minis = minibatches(len(rows), s.ppo_mini_batches, seed, s.minibatch_order, self.world)
         lengths = [len(r["prompt_ids"]) + len(r["response_ids"]) for r in rows]
         prompts = self._prompts(rows)
         plan = [[(agent, rank_chunks([i for i in mini if rows[i]["agent"] == agent], self.rank,

@@ -58,11 +58,38 @@ def test_minibatches_partition_and_repeat():
 
 
 def test_contiguous_minibatches_cut_rows_in_data_order():
-    """verl without shuffling: consecutive rows, the first chunks one row longer."""
+    """verl without shuffling, one worker: consecutive chunks of ceil(rows / mini-batches)."""
     assert minibatches(9, 2, seed=3, order="contiguous") == [[0, 1, 2, 3, 4], [5, 6, 7, 8]]
     assert minibatches(10, 5, seed=0, order="contiguous") == [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]]
+    assert minibatches(10, 4, seed=0, order="contiguous") == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
+    assert minibatches(12, 5, seed=0, order="contiguous") == [[0, 1, 2], [3, 4, 5], [6, 7, 8],
+                                                               [9, 10, 11]]   # 4 steps, as verl
     assert minibatches(2, 4, seed=0, order="contiguous") == [[0], [1]]
     assert minibatches(9, 2, seed=3) == minibatches(9, 2, seed=3, order="shuffled")
+
+
+def upstream_minibatches(n_rows: int, n_mini: int, world: int) -> list[list[int]]:
+    """A transcription of upstream's layout: `adjust_batch` sets the per-GPU mini-batch size
+    to ceil(rows / (ppo_mini_update_num x world)); the batch is dispatched to the GPUs with
+    `DataProto.chunk(world)` (equal contiguous shares); each GPU's `dp_actor.update_policy`
+    runs `batch.split(ppo_mini_batch_size)`; optimiser step k is every GPU's k-th split."""
+    per_gpu = -(-n_rows // (n_mini * world))
+    share = n_rows // world
+    splits = [[list(range(g * share, (g + 1) * share))[i:i + per_gpu] for i in range(0, share, per_gpu)]
+              for g in range(world)]
+    return [sum((gpu[k] for gpu in splits), []) for k in range(len(splits[0]))]
+
+
+@pytest.mark.parametrize("world", [1, 2, 4])
+def test_contiguous_minibatches_follow_upstreams_per_gpu_split(world):
+    for n_rows in range(world, 161, world):          # upstream pads to a multiple of the GPUs
+        for n_mini in range(1, 7):
+            if n_mini > n_rows:
+                continue
+            assert minibatches(n_rows, n_mini, 0, "contiguous", world) == \
+                upstream_minibatches(n_rows, n_mini, world), (n_rows, n_mini, world)
+    # search's 5 mini-updates over 128 rows on 4 GPUs: chunks of 7 per GPU share of 32
+    assert [len(m) for m in minibatches(128, 5, 0, "contiguous", 4)] == [28, 28, 28, 28, 16]
 
 
 @pytest.fixture(scope="module")
