@@ -2,7 +2,7 @@
 made before the knobs existed: every `kind: generated` entry of benchmarks/*.yaml, seeds 0
 and 1, rows and corpus, byte for byte (the hashes were computed from the code before the
 knobs were added), and the warm-start demonstrations built on them. The entries that use
-knobs (math's default, search's mid) are pinned too, so that a change of the generators shows."""
+knobs (math's default, search's mid and withhold) are pinned too, so that a change of the generators shows."""
 
 import hashlib
 import json
@@ -27,7 +27,8 @@ BEFORE = {   # sha256 of the rows (corpus documents) as JSON lines, in the order
     "search.default.corpus.seed0": "d0084d8a54efa7b0a8463e8072d934013900a503671082b0a388850acff116bd",
     "search.default.rows.seed1": "3100f883bcf133a8e124db753e4f7e1b0e32d2f074136805d50a315cf4d5dea0",
     "search.default.corpus.seed1": "4db0e76f7186722c894af923d04af4f72033f708dc53afa5dd587d0e93a04ae1",
-    # the entries that use knobs (math's and math4's default, search's mid), pinned when added
+    # the entries that use knobs (math's and math4's default, search's mid and withhold), pinned
+    # when added (withhold's corpus is the default's: the same knowledge base)
     "math.default.rows.seed0": "2cb8b9be528e071541fe003111412358b6057cb34968b8a30a0ce18235ce6ee0",
     "math.default.rows.seed1": "601b2bbe7fbf43bc37655fb63ef437e8cc540273bcd631088819e9cdf74cc301",
     "math4.default.rows.seed0": "2cb8b9be528e071541fe003111412358b6057cb34968b8a30a0ce18235ce6ee0",
@@ -36,6 +37,10 @@ BEFORE = {   # sha256 of the rows (corpus documents) as JSON lines, in the order
     "search.mid.corpus.seed0": "fca511aeeeedf9c90efce29afbc5e92e437dd0aa16c8574973d06bb84e6935e1",
     "search.mid.rows.seed1": "dd46533f25dbe64402ca0207cc57e486d67725265c94cc3403224c112a344008",
     "search.mid.corpus.seed1": "e67e0ab0aabaeb7853f512ec04d1581ca570247b462d9eed2e4d78c24010d01a",
+    "search.withhold.rows.seed0": "cfbc4db65c226ad38a672e0c4928f28fc01813bf3e4baf7182c43a68418d8f22",
+    "search.withhold.corpus.seed0": "d0084d8a54efa7b0a8463e8072d934013900a503671082b0a388850acff116bd",
+    "search.withhold.rows.seed1": "19211e4c3b6f85b9054b2ac07dee32e9d3a393af923f99b2846fa7dbd3c1fd38",
+    "search.withhold.corpus.seed1": "4db0e76f7186722c894af923d04af4f72033f708dc53afa5dd587d0e93a04ae1",
     "bench.gpu_check": "c36618d5349c6463e024fe7e7a0bfd29b95b1079dae163ad4db3a6ccc990d6aa",
     "bench.models": "0394b41a86f4ab0c75ae37f48fe7d43a2240a65be425530849e370efcda074fa",
 }
@@ -75,7 +80,7 @@ def test_every_generated_benchmark_dataset_is_byte_identical():
                                                  400, 32, seed=0))
     got["bench.models"] = jsonl_hash(generate({"addsub-1": {"level": 1}, "addsub-2": {"level": 2}},
                                               64, 8, seed=0))
-    assert entries == 6                      # math, math4: default and basic; search: default and mid. A new entry needs its hash here
+    assert entries == 7                      # math, math4: default and basic; search: default, mid, withhold. A new entry needs its hash here
     assert got == BEFORE
 
 

@@ -119,7 +119,7 @@ def test_unknown_or_bad_options_are_refused_in_one_line_when_the_file_loads(chan
 
 def test_the_commented_examples_in_search_yaml_load_and_generate():
     text = (REPO / "benchmarks" / "search.yaml").read_text()
-    for key in ("kb-three:", "similar:", "multi_share:", "revise_demos:"):
+    for key in ("kb-three:", "similar:", "multi_share:", "revise_demos:", "withhold_demos:"):
         line = next(l for l in text.splitlines() if l.strip().startswith(f"# {key}"))
         text = text.replace(line, line.replace("# ", "", 1))
     spec = yaml.safe_load(text)["datasets"]["default"]
@@ -128,3 +128,17 @@ def test_the_commented_examples_in_search_yaml_load_and_generate():
     rows = prepare_rows(spec, 0)
     assert {r["data_source"] for r in rows} == {"kb-single", "kb-multi", "kb-three"}
     assert any(r.get("revise") for r in rows) and any("lookalike" in r for r in rows)
+    assert any(r.get("withhold") for r in rows)
+
+
+def test_withhold_demos_marks_train_rows_and_changes_nothing_else():
+    spec = {**SPEC, "similar": 0}
+    plain = prepare_rows(spec, 0)
+    both = prepare_rows({**spec, "revise_demos": 0.3, "withhold_demos": 0.5}, 0)
+    revised = prepare_rows({**spec, "revise_demos": 0.3}, 0)
+    assert [{k: v for k, v in r.items() if k != "withhold"} for r in both] == revised
+    assert [{k: v for k, v in r.items() if k not in ("withhold", "revise")} for r in both] == plain
+    marked = [r for r in both if r.get("withhold")]
+    assert {r["split"] for r in marked} == {"train"}
+    train = sum(r["split"] == "train" for r in both)
+    assert 0.4 < len(marked) / train < 0.6

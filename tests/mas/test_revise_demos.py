@@ -74,3 +74,31 @@ def test_no_revision_where_the_turns_do_not_leave_room_for_the_extra_hop():
     demos = simulate(rows, seed=0, mistake_rate=0.0, retriever=FakeRetriever(docs), max_turns=4,
                      last_turn="answer")
     assert rows and all(d.mistake is None for d in demos)
+
+
+def test_withholding_verifier_says_no_to_the_end_and_the_episode_has_no_answer():
+    spec = {**KB, "similar": 0, "revise_demos": 0, "withhold_demos": 0.5}
+    rows = [r for r in prepare_rows(spec, 0) if r["split"] == "train"]
+    docs = {d["contents"].split("\n")[0]: d["contents"].split("\n", 1)[1] for d in prepare_corpus(spec, 0)}
+    for last_turn in ("verify", "answer"):
+        demos = simulate(rows, seed=0, mistake_rate=0.0, retriever=FakeRetriever(docs), max_turns=4,
+                         last_turn=last_turn)
+        held = [d for d in demos if d.row.get("withhold")]
+        assert 30 < len(held) < 170
+        for d in demos:
+            verdicts = [t[2] for t in d.traces if t[0] == "verifier"]
+            searches = [t[2].split("<search> ")[1].split(" </search>")[0]
+                        for t in d.traces if t[0] == "searcher"]
+            answers = [t for t in d.traces if t[0] == "answerer"]
+            if not d.row.get("withhold"):
+                assert d.mistake is None and d.ep.done and answers
+                assert last_turn == "answer" or verdicts[-1] == "<verify>yes</verify>"
+                continue
+            assert d.mistake == "withhold" and key_traces(d) == []
+            assert set(verdicts) == {"<verify>no</verify>"}
+            hops = d.row["hops"]           # the hops in order, then the last one again
+            assert searches == (hops + [hops[-1]] * 3)[:3]
+            if last_turn == "verify":      # the last "no": no Searcher, no answer
+                assert len(verdicts) == 4 and not answers and not d.ep.done
+            else:                          # the Answerer answers on the last turn
+                assert len(verdicts) == 3 and len(answers) == 1 and d.ep.done

@@ -189,15 +189,15 @@ def revise_share(spec: dict, where: str) -> float:
     return float(share)
 
 
-def mark_revise(rows: list[dict], share: float, seed: int) -> None:
-    """Mark a `share` of the train rows `"revise": true` (their own random stream: the rows
-    themselves do not change; nothing is marked, no field added, when `share` is 0)."""
+def mark_revise(rows: list[dict], share: float, seed: int, flag: str = "revise") -> None:
+    """Mark a `share` of the train rows `"<flag>": true` (their own random stream per flag:
+    the rows themselves do not change; nothing is marked, no field added, when `share` is 0)."""
     if share <= 0:
         return
-    rng = random.Random(f"revise-demos-{seed}")
+    rng = random.Random(f"{flag}-demos-{seed}")
     for row in rows:
         if row["split"] == "train" and rng.random() < share:
-            row["revise"] = True
+            row[flag] = True
 
 
 def check_spec(spec: dict, where: str = "datasets") -> None:

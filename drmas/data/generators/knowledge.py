@@ -51,7 +51,11 @@ test_knowledge_knobs.py holds the hashes of the benchmark file's dataset):
   rest from the single-hop ones (each source still has `test_problems` test rows);
 - the entry's `revise_demos` (default 0): marks that share of the train rows `"revise": true`;
   their warm-start demonstration (drmas/mas/search/demos.py) starts with a search for a
-  wrong (look-alike) name, the Verifier's "no" and the Searcher's extra search.
+  wrong (look-alike) name, the Verifier's "no" and the Searcher's extra search;
+- the entry's `withhold_demos` (default 0): marks that share of the train rows
+  `"withhold": true` (a stream of its own: no other row or mark changes); in their
+  demonstration the Verifier says "no" on every turn, so under `last_turn: verify` the episode
+  ends without an answer: a warm-started Verifier that often withholds the answer.
 """
 
 from __future__ import annotations
@@ -67,7 +71,7 @@ VOWELS = "a e i o u".split()
 CODAS = ["", "", "", "n", "r", "l", "m"]
 SOURCE_OPTIONS = ("hops",)
 ENTRY_OPTIONS = ("kind", "generator", "train_problems", "test_problems", "sources", "entities",
-                 "similar", "multi_share", "revise_demos")
+                 "similar", "multi_share", "revise_demos", "withhold_demos")
 STOPWORDS = {"into", "then", "there", "they", "this", "that", "these", "will", "with", "such"}
 
 OCCUPATIONS = ("potter", "weaver", "sailor", "baker", "miner", "scribe", "healer", "smith",
@@ -338,7 +342,7 @@ def check_spec(spec: dict, where: str = "datasets") -> None:
     similar = spec.get("similar", 0)
     if isinstance(similar, bool) or not isinstance(similar, int) or similar < 0:
         raise ConfigError(f"{where}.similar: must be an integer >= 0, got {similar!r}")
-    for key in ("multi_share", "revise_demos"):
+    for key in ("multi_share", "revise_demos", "withhold_demos"):
         value = spec.get(key, 0)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
             raise ConfigError(f"{where}.{key}: must be a number from 0 to 1, got {value!r}")
@@ -346,7 +350,7 @@ def check_spec(spec: dict, where: str = "datasets") -> None:
 
 def generate(sources: dict[str, dict], train_problems: int, test_problems: int, seed: int,
              entities: int = 300, similar: int = 0, multi_share: float | None = None,
-             revise_demos: float = 0.0) -> list[dict]:
+             revise_demos: float = 0.0, withhold_demos: float = 0.0) -> list[dict]:
     """`test_problems` test rows per source (`balanced_split`: answer types in turn), then
     train rows split evenly over the sources, then `heldout` rows: every question of the pool
     in neither split (pool order).
@@ -356,7 +360,8 @@ def generate(sources: dict[str, dict], train_problems: int, test_problems: int, 
     nothing is held out. The held-out rows change neither other split; they measure a model
     on many unseen questions where the test split's few leave a wide interval (with 300
     entities: 625 two-hop and 25 one-hop questions; `drmas evaluate --split heldout`).
-    The knobs (`similar`, `multi_share`, `revise_demos`, `hops: 3`): module docstring.
+    The knobs (`similar`, `multi_share`, `revise_demos`, `withhold_demos`, `hops: 3`): module
+    docstring.
     """
     from drmas.data.generators.arithmetic import mark_revise
 
@@ -378,6 +383,7 @@ def generate(sources: dict[str, dict], train_problems: int, test_problems: int, 
             rows += [{"id": f"{source}-{split}-{i}", "data_source": source, "split": split, **q}
                      for i, q in enumerate(part)]
     mark_revise(rows, revise_demos, seed)
+    mark_revise(rows, withhold_demos, seed, flag="withhold")
     return rows
 
 
@@ -386,7 +392,8 @@ def _knowledge(spec: dict, seed: int) -> list[dict]:
     check_spec(spec)
     return generate(spec["sources"], int(spec["train_problems"]), int(spec["test_problems"]),
                     seed, entities=int(spec.get("entities", 300)), similar=spec.get("similar", 0),
-                    multi_share=spec.get("multi_share"), revise_demos=spec.get("revise_demos", 0))
+                    multi_share=spec.get("multi_share"), revise_demos=spec.get("revise_demos", 0),
+                    withhold_demos=spec.get("withhold_demos", 0))
 
 
 _knowledge.check = check_spec        # run by drmas.data.prepare.check_names when a file loads

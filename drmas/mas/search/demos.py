@@ -28,8 +28,11 @@ Rows marked `"revise": true` (the generator's `revise_demos` share, benchmarks/s
 are played as `revise` episodes instead, when there are turns enough: the first search names
 a wrong, look-alike entity (the row's `lookalike`, else the name with one vowel changed), the
 Verifier says "no" while the needed passage has not come back, and the Searcher searches
-again with the right name: one extra hop. With no marked rows (the default) the
-demonstrations are the same as without the option. Three-hop rows state each hop's fact
+again with the right name: one extra hop. Rows marked `"withhold": true` (`withhold_demos`)
+are played with a Verifier that says "no" on every turn: the Searcher follows the hops and
+then repeats its last search, and under `verify` the last "no" ends the episode without an
+answer (under `answer` the Answerer still answers on the last turn). With no marked rows (the
+default) the demonstrations are the same as without either option. Three-hop rows state each hop's fact
 from their `bridges`.
 A clean episode whose needed document the retriever never returns is labelled
 `retrieval_miss` (under `answer` it answers with a guess on the last turn; under `verify` it
@@ -133,6 +136,9 @@ class Demo:
 
 
 def _verifier_text(demo: Demo, turn: int, max_turns: int) -> str:
+    if demo.mistake == "withhold":           # a withholding Verifier: "no" to the end
+        demo.mistake_done = True
+        return "<verify>no</verify>"
     need = demo.needed()
     yes = need is None
     if turn < max_turns - 1:                 # a mistake must leave a turn to act on it
@@ -205,6 +211,8 @@ def simulate(rows: list[dict], seed: int, mistake_rate: float, retriever,
         mistake = rng.choice(MISTAKES) if rng.random() < mistake_rate else None
         if row.get("revise") and len(row["hops"]) + 2 <= max_turns:
             mistake = "revise"                   # a search for a look-alike first, then one more
+        if row.get("withhold"):
+            mistake = "withhold"                 # the Verifier never says "yes"
         demo = Demo(SearchEpisode(problem=row), random.Random(rng.random()), mistake, roles)
         if mistake == "broken_format":
             demo.broken = demo.rng.choice(("answerer", "searcher", "verifier"))
