@@ -3,8 +3,8 @@
 Every warm start, RL run, evaluation and card starts a fresh Python process, so what it
 imports before its first step is paid some 80 times per default profile. transformers'
 generation package imports scikit-learn at its own import whenever scikit-learn is installed
-(pyserini installs it), for a threshold of assisted decoding that drmas never uses: about 0.7 s
-of a model job's 6-8 s start-up on a 2-core CPU (docs/results.md, "Job start-up").
+(pyserini installs it), for a threshold of assisted decoding that drmas never uses: about 0.8 s
+of a model job's 7-8 s start-up on a 2-core CPU (docs/results.md, "Job start-up").
 transformers caches the answer of its availability check, so `skip_sklearn` asks it once while
 scikit-learn is hidden: transformers then skips the import for the rest of the process, and
 scikit-learn stays importable for whoever needs it.

@@ -189,7 +189,7 @@ def revise_share(spec: dict, where: str) -> float:
     return float(share)
 
 
-def mark_revise(rows: list[dict], share: float, seed: int, flag: str = "revise") -> None:
+def mark_demo_rows(rows: list[dict], share: float, seed: int, flag: str = "revise") -> None:
     """Mark a `share` of the train rows `"<flag>": true` (their own random stream per flag:
     the rows themselves do not change; nothing is marked, no field added, when `share` is 0)."""
     if share <= 0:
@@ -256,7 +256,7 @@ def generate(sources: dict[str, dict], train_problems: int, test_problems: int, 
                              "question": question, "answers": [str(check_steps(steps))],
                              "split": split, "steps": steps})
                 made += 1
-    mark_revise(rows, revise_demos, seed)
+    mark_demo_rows(rows, revise_demos, seed)
     return rows
 
 

@@ -363,7 +363,7 @@ def generate(sources: dict[str, dict], train_problems: int, test_problems: int, 
     The knobs (`similar`, `multi_share`, `revise_demos`, `withhold_demos`, `hops: 3`): module
     docstring.
     """
-    from drmas.data.generators.arithmetic import mark_revise
+    from drmas.data.generators.arithmetic import mark_demo_rows
 
     kb = build_kb(entities, seed, similar)
     rng = random.Random(seed + 7919)
@@ -382,8 +382,8 @@ def generate(sources: dict[str, dict], train_problems: int, test_problems: int, 
         for split, part in (("test", test), ("train", train), ("heldout", heldout)):
             rows += [{"id": f"{source}-{split}-{i}", "data_source": source, "split": split, **q}
                      for i, q in enumerate(part)]
-    mark_revise(rows, revise_demos, seed)
-    mark_revise(rows, withhold_demos, seed, flag="withhold")
+    mark_demo_rows(rows, revise_demos, seed)
+    mark_demo_rows(rows, withhold_demos, seed, flag="withhold")
     return rows
 
 

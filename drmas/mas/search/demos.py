@@ -32,8 +32,8 @@ again with the right name: one extra hop. Rows marked `"withhold": true` (`withh
 are played with a Verifier that says "no" on every turn: the Searcher follows the hops and
 then repeats its last search, and under `verify` the last "no" ends the episode without an
 answer (under `answer` the Answerer still answers on the last turn). With no marked rows (the
-default) the demonstrations are the same as without either option. Three-hop rows state each hop's fact
-from their `bridges`.
+default) the demonstrations are the same as without either option. Three-hop rows state each
+hop's fact from their `bridges`.
 A clean episode whose needed document the retriever never returns is labelled
 `retrieval_miss` (under `answer` it answers with a guess on the last turn; under `verify` it
 ends with a "no" and no answer).
