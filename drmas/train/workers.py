@@ -96,14 +96,10 @@ def minibatches(n_rows: int, n_mini: int, seed: int, order: str = "shuffled",
         world = max(1, min(world, n_rows))
         size, extra = divmod(n_rows, world)
         starts = [w * size + min(w, extra) for w in range(world + 1)]
+        shares = [range(starts[w], starts[w + 1]) for w in range(world)]   # the first the longest
         chunk = -(-n_rows // (n_mini * world))
-        out = []
-        for k in range(-(-(size + (extra > 0)) // chunk)):
-            mini = [i for w in range(world)
-                    for i in range(starts[w] + k * chunk, min(starts[w] + (k + 1) * chunk, starts[w + 1]))]
-            if mini:
-                out.append(mini)
-        return out
+        return [[i for share in shares for i in share[k:k + chunk]]
+                for k in range(0, len(shares[0]), chunk)]
     rows = list(range(n_rows))
     random.Random(seed).shuffle(rows)
     return [rows[i::n_mini] for i in range(n_mini)]
