@@ -27,6 +27,14 @@ class Sampling:
     top_p: float = 1.0
     max_tokens: int = 64
 
+    def __post_init__(self):
+        # the config's bounds (drmas/config/profile.py), for callers that build one directly:
+        # top_p 0 would keep no token, and max_tokens 0 would decode nothing
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be at least 1, got {self.max_tokens}")
+
 
 @dataclass
 class Generation:

@@ -200,3 +200,11 @@ def test_distinct_prompts_keep_order_and_count_runs():
     unique, index = distinct_prompts(prompts)
     assert unique == [[1], [2], [1], [3]]
     assert index == [0, 0, 1, 1, 1, 2, 3]
+
+
+@pytest.mark.parametrize("kwargs, message", [({"top_p": 0.0}, "top_p must be in"),
+                                             ({"top_p": 1.5}, "top_p must be in"),
+                                             ({"max_tokens": 0}, "max_tokens must be at least 1")])
+def test_sampling_refuses_settings_that_decode_nothing(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        Sampling(**kwargs)
