@@ -24,6 +24,7 @@ import numpy as np
 
 from drmas.algos.advantages import lemma_prediction
 from drmas.errors import ConfigError, DataError
+from drmas.train.trainer import upstream_batch_order
 
 
 def read_samples(path) -> list[dict]:
@@ -62,7 +63,7 @@ def batch_from_samples(samples: list[dict], group_n: int, penalty: float,
     by_problem = defaultdict(list)
     for s in samples:
         by_problem[s["problem_id"]].append(s)
-    scores, uid, traj, agent, group_of_row, groups = [], [], [], [], [], []
+    scores, uid, traj, agent, groups = [], [], [], [], []
     for pid, mine in by_problem.items():
         mine.sort(key=lambda s: s["sample"])
         for k in range(len(mine) // group_n):
@@ -78,14 +79,12 @@ def batch_from_samples(samples: list[dict], group_n: int, penalty: float,
         raise DataError(f"no problem has {group_n} samples: nothing forms a prompt group")
     order = None
     if agent_group is not None:
-        rank = {}
-        for a in agent_group:
-            rank.setdefault(agent_group[a], len(rank))
         unknown = sorted(set(agent) - set(agent_group))
         if unknown:
             raise DataError(f"the samples' agents {', '.join(unknown)} are not the suite's "
                              f"({', '.join(agent_group)})")
-        order = np.argsort([rank[agent_group[a]] for a in agent], kind="stable")
+        order = upstream_batch_order([{"group": agent_group[a]} for a in agent],
+                                     list(dict.fromkeys(agent_group.values())))
     return np.asarray(scores), uid, traj, agent, order, groups
 
 
