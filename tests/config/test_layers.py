@@ -26,7 +26,7 @@ def shown(text: str, section: str, key: str) -> str:
 
 def test_the_profile_overrides_search_steps_so_the_tests_below_can_fail():
     cfg = workflow_config([DEFAULT], [])
-    assert cfg.train.steps != 8 and cfg.for_suite("search").train.steps == 8
+    assert cfg.train.steps != 16 and cfg.for_suite("search").train.steps == 16
     assert cfg.for_suite("math").assignments == ["shared", "nonshared"]
 
 

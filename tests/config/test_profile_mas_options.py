@@ -1,7 +1,7 @@
 """A profile's `mas_options.<mas>` (drmas/config/profile.py), over the benchmark files'
-`mas_options:`: the default profile keeps the search MAS's forced answer (`last_turn:
-answer`), the paper profile runs the search benchmark's upstream flow (`verify`), and the
-options are part of the stage keys of the jobs whose episodes they shape
+`mas_options:`: the default and paper profiles run the search benchmark's upstream flow
+(`last_turn: verify`), the withholding profile states it, the earlier forced answer (`answer`)
+is one override away, and the options are part of the stage keys of the jobs whose episodes they shape
 (drmas/config/stages.py, `mas_key`): searching suites' tokenizer, warm starts, runs and
 evaluations, nothing of math. The keys keep the names and values they had when these were
 profile and benchmark keys, so that existing runs keep their identity."""
@@ -29,8 +29,12 @@ def suite(name):
 def test_profiles_choose_their_last_turn():
     default = workflow_config([ROOT / "config" / "default.yaml"], [])
     paper = workflow_config([ROOT / "config" / "paper.yaml"], [])
-    assert default.mas_options == {"search": {"last_turn": "answer"}} and paper.mas_options == {}
-    assert [mas_options(c, suite("search")).last_turn for c in (default, paper)] == ["answer", "verify"]
+    withholding = workflow_config([ROOT / "config" / "withholding.yaml"], [])
+    answering = workflow_config([ROOT / "config" / "default.yaml"], ["mas_options={search: {last_turn: answer}}"])
+    assert default.mas_options == {} and paper.mas_options == {}
+    assert withholding.mas_options == {"search": {"last_turn": "verify"}}
+    assert [mas_options(c, suite("search")).last_turn
+            for c in (default, paper, withholding, answering)] == ["verify", "verify", "verify", "answer"]
     with pytest.raises(ConfigError, match=r"^config: mas_options.search.last_turn: 'search' is not one of"):
         check_agents_exist(workflow_config([ROOT / "config" / "default.yaml"],
                                            ["mas_options={search: {last_turn: search}}"]))
@@ -38,14 +42,14 @@ def test_profiles_choose_their_last_turn():
 
 def test_the_option_reruns_searching_suites_only():
     default = workflow_config([ROOT / "config" / "default.yaml"], [])
-    verified = workflow_config([ROOT / "config" / "default.yaml"], ["mas_options={search: {last_turn: verify}}"])
+    answering = workflow_config([ROOT / "config" / "default.yaml"], ["mas_options={search: {last_turn: answer}}"])
     search, math = suite("search"), suite("math")
-    before, after = keys(default, search), keys(verified, search)
+    before, after = keys(default, search), keys(answering, search)
     for stage in before:
         assert before[stage] != after[stage], stage
-        assert before[stage]["mas"]["search_last_turn"] == "answer"
-        assert after[stage]["mas"]["search_last_turn"] == "verify"
-    assert keys(default, math) == keys(verified, math)
+        assert before[stage]["mas"]["search_last_turn"] == "verify"
+        assert after[stage]["mas"]["search_last_turn"] == "answer"
+    assert keys(default, math) == keys(answering, math)
     assert "search_last_turn" not in keys(default, math)["train"]["mas"]
 
 
@@ -65,7 +69,7 @@ def test_the_mas_keys_are_the_ones_runs_were_made_with():
     common = {"max_loop": 2, "max_turns": 4, "topk": 3}
     assert keys(default, suite("search"))["train"]["mas"] == {
         "mas": "search", "agents": ["verifier", "searcher", "answerer"], "reward": "qa",
-        "invalid_penalty": 0.01, "retrieval": True, **common, "search_last_turn": "answer"}
+        "invalid_penalty": 0.01, "retrieval": True, **common, "search_last_turn": "verify"}
     assert keys(default, suite("math"))["train"]["mas"] == {
         "mas": "math", "agents": ["solver", "verifier"], "reward": "math", "invalid_penalty": 0.1,
         "retrieval": False, **common}
