@@ -108,10 +108,10 @@ def float32_output_layer(model, enabled: bool = True):
     Why: the output layer turns hidden states into logits whose log-softmax is the loss; under
     autocast its matmul rounds each logit to bf16 (8 bits of mantissa: about 0.06 on a logit
     of 10), noise on every token's log-probability and on the gradient of every weight. The
-    default profile's search warm start (1080 steps) trained under bf16 autocast scored 3.6
+    search warm start of the `default` entry (1080 steps) trained under bf16 autocast scored 3.6
     and 2.1 points below its float32 twin (warm-start seeds 0 and 1) on 625 held-out
-    questions; with this layer in float32, 0.4 and 0.6 above (docs/results.md, "Warm
-    starts"). For the tiny models the layer is a few percent of the compute. The RL update
+    questions; with this layer in float32, 0.4 and 0.6 above (docs/history.md,
+    2026-12-05). For the tiny models the layer is a few percent of the compute. The RL update
     does not use it: there the paper's code computes bf16 logits, and for a 3B model's
     152k-token layer float32 would cost a large share of a GPU step. The instance's `forward`
     is replaced and restored; weights, state-dict keys and saved checkpoints are untouched.
