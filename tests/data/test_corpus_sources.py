@@ -139,17 +139,22 @@ def test_wiki18_hub_stream_is_converted_and_a_dropped_stream_is_one_line(monkeyp
 
 
 # -- at the prepare step ------------------------------------------------------------------------
+#: the `datasets:` entry of benchmarks/search.yaml that the default profile's search reads
+ENTRY = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())["datasets"]["search"]
+
+
 def search_suite(tmp_path, corpus: dict | None) -> str:
-    """benchmarks/search.yaml with a `default` hub entry of local questions and `corpus`."""
+    """benchmarks/search.yaml with the default profile's entry (`ENTRY`) replaced by a hub
+    entry of local questions and `corpus`."""
     questions = tmp_path / "qa.jsonl"
     questions.write_text(json.dumps({"question": "Who was Aaron's brother?", "answers": ["Moses"]}) + "\n")
     held_out = tmp_path / "qa_test.jsonl"        # another question: prepare refuses a leak
     held_out.write_text(json.dumps({"question": "Who was Moses' sister?", "answers": ["Miriam"]}) + "\n")
     spec = yaml.safe_load((ROOT / "benchmarks" / "search.yaml").read_text())
-    spec["datasets"]["default"] = {"kind": "hub", "train": [{"source": "qa", "path": str(questions)}],
-                                   "test": [{"source": "qa", "path": str(held_out)}]}
+    spec["datasets"][ENTRY] = {"kind": "hub", "train": [{"source": "qa", "path": str(questions)}],
+                               "test": [{"source": "qa", "path": str(held_out)}]}
     if corpus is not None:
-        spec["datasets"]["default"]["corpus"] = corpus
+        spec["datasets"][ENTRY]["corpus"] = corpus
     path = tmp_path / "search.yaml"
     path.write_text(yaml.safe_dump(spec))
     return str(path)

@@ -262,6 +262,7 @@ def test_build_orchestra_from_the_suite_file():
     assert orchestra.options == SearchOptions(max_turns=4, topk=3, last_turn="verify")
     assert (orchestra.max_turns, orchestra.topk, orchestra.last_turn) == (4, 3, "verify")
     assert orchestra.answerer.prompts is PROMPT_SETS["upstream"]
-    default = workflow_config([ROOT / "config" / "default.yaml"], [])  # mas_options.search
-    answered = build_orchestra(default, suite, retriever=FakeRetriever({}))
+    answering = workflow_config([ROOT / "config" / "default.yaml"],     # mas_options.search
+                                ["mas_options={search: {last_turn: answer}}"])
+    answered = build_orchestra(answering, suite, retriever=FakeRetriever({}))
     assert answered.last_turn == "answer" and answered.answerer.prompts is COMPACT

@@ -151,7 +151,7 @@ def test_a_search_option_reruns_the_search_suite_from_its_tokenizer(touched):
     """The demonstrations follow the last turn's flow (the search MAS's `last_turn` option),
     so the search tokenizer and warm starts rerun, then every search run and evaluation;
     nothing of math."""
-    jobs = planned(touched, "mas_options={search: {last_turn: verify}}")
+    jobs = planned(touched, "mas_options={search: {last_turn: answer}}")
     assert {w.split(",")[0] for _, w in jobs} == {"suite=search"}
     assert wildcards_of(jobs, "train") == runs(suites=("search",))
     assert count(jobs) == {"tokenizer": 1, "warmstart": 2, "train": 6, "evaluate_run": 6,
