@@ -58,17 +58,19 @@ def cmd_predict(args) -> None:
 
 def _evaluated_assignment(samples_path) -> str:
     """The assignment the evaluation beside `samples_path` names (its scores.json's meta)."""
-    import json
     from pathlib import Path
 
+    from drmas.data.io import read_json
     from drmas.errors import DataError
 
     scores = Path(samples_path).with_name("scores.json")
     try:
-        return json.loads(scores.read_text())["meta"]["assignment"]
-    except (OSError, ValueError, KeyError, TypeError):
-        raise DataError(f"{scores}: no evaluation metadata to name the assignment; "
-                        "give --assignment") from None
+        assignment = read_json(scores, what="evaluation's scores.json")["meta"]["assignment"]
+    except (DataError, KeyError, TypeError):
+        assignment = None
+    if not isinstance(assignment, str):
+        raise DataError(f"{scores}: no evaluation metadata to name the assignment; give --assignment")
+    return assignment
 
 
 def _given(flag, config_value):

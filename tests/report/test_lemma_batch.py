@@ -97,3 +97,15 @@ def test_predict_names_what_is_missing(tmp_path):
     with pytest.raises(DataError, match="no problem has 5 samples"):
         batch_from_samples([sample("q", 0, 1.0, ["answerer"])], 5, 0.01)
 
+
+
+@pytest.mark.parametrize("scores", [None, "{not json", '{"meta": {}}', '{"meta": {"assignment": 3}}'],
+                         ids=["missing", "not json", "no assignment", "not a name"])
+def test_predict_without_the_evaluations_assignment_asks_for_it_in_one_line(tmp_path, capsys, scores):
+    path = tmp_path / "samples.jsonl"
+    path.write_text(json.dumps(sample("q", 0, 1.0, ["answerer"])) + "\n")
+    if scores is not None:
+        (tmp_path / "scores.json").write_text(scores)
+    assert cli.main([str(a) for a in ["predict", *SEARCH, "--samples", path]]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and "no evaluation metadata to name the assignment; give --assignment" in err[0]
