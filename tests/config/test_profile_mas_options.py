@@ -1,8 +1,8 @@
 """A profile's `mas_options.<mas>` (drmas/config/profile.py), over the benchmark files'
 `mas_options:`: the default and paper profiles run the search benchmark's upstream flow
 (`last_turn: verify`), the withholding profile states it, the earlier forced answer (`answer`)
-is one override away, and the options are part of the stage keys of the jobs whose episodes they shape
-(drmas/config/stages.py, `mas_key`): searching suites' tokenizer, warm starts, runs and
+is one override away, and the options are part of the stage keys of the jobs whose episodes
+they shape (drmas/config/stages.py, `mas_key`): searching suites' tokenizer, warm starts, runs and
 evaluations, nothing of math. The keys keep the names and values they had when these were
 profile and benchmark keys, so that existing runs keep their identity."""
 

@@ -98,7 +98,6 @@ def test_predict_names_what_is_missing(tmp_path):
         batch_from_samples([sample("q", 0, 1.0, ["answerer"])], 5, 0.01)
 
 
-
 @pytest.mark.parametrize("scores", [None, "{not json", '{"meta": {}}', '{"meta": {"assignment": 3}}'],
                          ids=["missing", "not json", "no assignment", "not a name"])
 def test_predict_without_the_evaluations_assignment_asks_for_it_in_one_line(tmp_path, capsys, scores):
