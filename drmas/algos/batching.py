@@ -17,6 +17,8 @@ upstream"). The trainer applies them behind `train.pad_group_rows_to` and
   rows' sequence lengths (prompt + response tokens) into k parts of n / k rows each; its
   `_balance_batch` reorders the group's rows to the parts concatenated, rank r then receiving
   the r-th contiguous share (`balanced_order`). One part keeps the rows' order.
+- `upstream_batch_order`: the order of the whole batch's rows when upstream computes
+  advantages, worker group after worker group.
 
 Pure numpy and Python: no torch.
 """
@@ -119,3 +121,21 @@ def balanced_order(lengths: Sequence[int], k: int) -> np.ndarray:
         return np.arange(len(lengths), dtype=np.int64)
     return np.fromiter((i for part in balanced_partitions(lengths, k) for i in part),
                        dtype=np.int64, count=len(lengths))
+
+
+def upstream_batch_order(rows: list[dict], groups: list[str]) -> np.ndarray:
+    """The row indices in the order upstream's batch holds them when it computes advantages
+    (one GPU per worker group): its rollout gathers each trajectory's calls in turn order,
+    trajectory after trajectory (as the trainer's `episode_rows`), then splits the batch by
+    worker group and concatenates the groups in the order of their first agent
+    (`combine_batches`). Only
+    estimators that read a trajectory's first row (``grpo_2025``) depend on it; with one
+    shared group it is the rows' own order. Upstream's `adjust_batch` appends copies to each
+    group's rows and, with several GPUs, `balance_batch` reorders them by length; with
+    `train.pad_group_rows_to` and `train.balance_batch` the trainer does both to `rows`
+    first (`pad_group_rows`, `balance_group_rows` in drmas/train/trainer.py), and this order
+    follows. Here rather than in the trainer so that `drmas predict` (drmas/report/lemma_batch.py)
+    orders a batch the same way without importing the training stack."""
+    rank = {g: i for i, g in enumerate(groups)}
+    return np.argsort(np.fromiter((rank[r["group"]] for r in rows), np.int64, len(rows)),
+                      kind="stable")

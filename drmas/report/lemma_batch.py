@@ -24,7 +24,7 @@ import numpy as np
 
 from drmas.algos.advantages import lemma_prediction
 from drmas.errors import ConfigError, DataError
-from drmas.train.trainer import upstream_batch_order
+from drmas.algos.batching import upstream_batch_order
 
 
 def read_samples(path) -> list[dict]:

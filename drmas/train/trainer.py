@@ -21,7 +21,7 @@ import yaml
 
 from drmas.algos.advantages import (compute_advantages, lemma_diagnostics, lemma_prediction,
                                    offset_advantages, pool_std_fractions)
-from drmas.algos.batching import balanced_order, copy_indices
+from drmas.algos.batching import balanced_order, copy_indices, upstream_batch_order
 from drmas.config.groups import engine_options, model_dir, plan_groups
 from drmas.config.profile import Config
 from drmas.config.stages import changed_keys, digest, train_key
@@ -120,21 +120,6 @@ def balance_group_rows(rows: list[dict], worlds: dict[str, int]) -> list[dict]:
         for place, j in zip(where, balanced_order(lengths, world).tolist()):
             out[place] = rows[where[j]]
     return out
-
-
-def upstream_batch_order(rows: list[dict], groups: list[str]) -> np.ndarray:
-    """The row indices in the order upstream's batch holds them when it computes advantages
-    (one GPU per worker group): its rollout gathers each trajectory's calls in turn order,
-    trajectory after trajectory (as `episode_rows`), then splits the batch by worker group
-    and concatenates the groups in the order of their first agent (`combine_batches`). Only
-    estimators that read a trajectory's first row (``grpo_2025``) depend on it; with one
-    shared group it is the rows' own order. Upstream's `adjust_batch` appends copies to each
-    group's rows and, with several GPUs, `balance_batch` reorders them by length; with
-    `train.pad_group_rows_to` and `train.balance_batch` the trainer does both to `rows`
-    first (`pad_group_rows`, `balance_group_rows`), and this order follows."""
-    rank = {g: i for i, g in enumerate(groups)}
-    return np.argsort(np.fromiter((rank[r["group"]] for r in rows), np.int64, len(rows)),
-                      kind="stable")
 
 
 def paired_estimators(cfg: Config) -> list[str]:

@@ -10,7 +10,7 @@ from drmas.algos.advantages import lemma_prediction
 from drmas.cli import main as cli
 from drmas.errors import DataError
 from drmas.report.lemma_batch import batch_from_samples, predict_from_samples, read_samples
-from drmas.train.trainer import upstream_batch_order
+from drmas.algos.batching import upstream_batch_order
 from repo import REPO
 
 SEARCH = ["--config", REPO / "config" / "default.yaml", "--suite", REPO / "benchmarks" / "search.yaml"]
