@@ -128,9 +128,8 @@ def upstream_batch_order(rows: list[dict], groups: list[str]) -> np.ndarray:
     (one GPU per worker group): its rollout gathers each trajectory's calls in turn order,
     trajectory after trajectory (as the trainer's `episode_rows`), then splits the batch by
     worker group and concatenates the groups in the order of their first agent
-    (`combine_batches`). Only
-    estimators that read a trajectory's first row (``grpo_2025``) depend on it; with one
-    shared group it is the rows' own order. Upstream's `adjust_batch` appends copies to each
+    (`combine_batches`). Only estimators that read a trajectory's first row (``grpo_2025``)
+    depend on it; with one shared group it is the rows' own order. Upstream's `adjust_batch` appends copies to each
     group's rows and, with several GPUs, `balance_batch` reorders them by length; with
     `train.pad_group_rows_to` and `train.balance_batch` the trainer does both to `rows`
     first (`pad_group_rows`, `balance_group_rows` in drmas/train/trainer.py), and this order
