@@ -203,21 +203,29 @@ def check_gpu(device: str = "cuda", size: str = "0.5b", work: str | Path | None 
 
 
 def _sleep_wake(grp, device: str) -> dict:
-    """Device memory before sleep, asleep, after wake (MiB; CPU: not measured)."""
+    """Device memory before sleep, asleep, after wake and refill (`sync`, as after an update;
+    MiB; CPU: not measured); an engine with weights of its own must hold the trainer's again."""
     import torch
 
     if device != "cuda":
         grp.sleep()
-        grp.wake()
+        grp.sync()
         return {}
     used = lambda: torch.cuda.memory_allocated() / 2**20          # noqa: E731
     awake = used()
     grp.sleep()
     asleep = used()
-    grp.wake()
+    grp.sync()
     woken = used()
-    if grp.engine.needs_weights and not asleep < awake:
-        raise DrmasError(f"check: sleep freed nothing ({awake:.0f} -> {asleep:.0f} MiB)")
+    if grp.engine.needs_weights:
+        if not asleep < awake:
+            raise DrmasError(f"check: sleep freed nothing ({awake:.0f} -> {asleep:.0f} MiB)")
+        from drmas.train.workers import plain_weights
+
+        trained = dict(plain_weights(grp.full_model))
+        for name, value in grp.engine.model.state_dict().items():
+            if not torch.equal(value, trained[name].to(value.dtype)):
+                raise DrmasError(f"check: after sleep and sync the engine's {name} differs")
     return {"awake_mib": awake, "asleep_mib": asleep, "woken_mib": woken}
 
 

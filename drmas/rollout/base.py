@@ -71,9 +71,11 @@ class Engine(Protocol):
         ...
 
     def sleep(self) -> None:
-        """Free the engine's device memory (its group is about to train)."""
+        """Free the engine's device memory (its group is about to train). An engine may drop
+        its weights here rather than keep them (the `hf` engine's copy does)."""
         ...
 
     def wake(self) -> None:
-        """Undo `sleep` before the next `update_weights` / `generate`."""
+        """Undo `sleep` before the next `update_weights` / `generate`; an engine that dropped
+        its weights needs `update_weights` with every weight before it generates again."""
         ...

@@ -13,7 +13,10 @@ of 1000 tokens).
 
 It generates with the trainer's own model when the dtypes agree (no copy, nothing to sync);
 otherwise (bf16 rollout of float32 master weights) with its own cast copy, refreshed by
-`update_weights` and moved off the GPU by `sleep`.
+`update_weights`. While the group trains, `sleep` drops that copy's weights instead of moving
+them to the host: the trainer refreshes every weight after its update anyway (`wake`, then
+`update_weights`), so a copy to the host and back would be overwritten on arrival (0.68 s of a
+2.1 s update on the 0.5B shape on an H200).
 """
 
 from __future__ import annotations
@@ -169,6 +172,8 @@ class HFEngine:
         self.device = model_device(self.model)
         self.eos_id = tokenizer.eos_token_id
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_id
+        self.shapes = None          # while asleep: the dropped weights' shapes
+        self.dropped = False        # weights dropped and not yet refilled by update_weights
 
     # -- weights and memory ----------------------------------------------------------------
     @property
@@ -180,24 +185,49 @@ class HFEngine:
         if not self.owns:
             return
         own = self.model.state_dict()
+        written = set()
         for name, value in weights:
             if name not in own:
                 raise KeyError(f"the engine's model has no weight {name!r}")
             own[name].copy_(value)
+            written.add(own[name].data_ptr())
+        if self.dropped:
+            missing = [n for n, p in self.model.named_parameters()
+                       if p.data_ptr() not in written]
+            if missing:
+                raise RuntimeError(f"the engine's weights were dropped by sleep and the update "
+                                   f"did not refill {len(missing)} of them ({missing[0]}, ...)")
+            self.dropped = False
 
     def sleep(self) -> None:
-        if self.owns and self.device.type == "cuda":
-            self.model.to("cpu")
+        """Drop the copy's weights (their storage freed, their shapes kept): `wake` then
+        `update_weights` with every weight brings them back. Nothing to do without a copy."""
+        if not self.owns or self.shapes is not None:
+            return
+        self.shapes = {}
+        for name, p in self.model.named_parameters():
+            self.shapes[name] = p.shape
+            p.data = p.new_empty(0)
+        self.dropped = True
+        if self.device.type == "cuda":
             torch.cuda.empty_cache()
 
     def wake(self) -> None:
-        if self.owns and self.device.type == "cuda":
-            self.model.to(self.device)
+        """Storage for the dropped weights, on the device and not yet written: the next call
+        must be `update_weights` (`generate` refuses until then)."""
+        if self.shapes is None:
+            return
+        for name, p in self.model.named_parameters():
+            p.data = p.new_empty(self.shapes[name])
+        self.shapes = None
 
     # -- sampling --------------------------------------------------------------------------
     @torch.no_grad()
     def generate(self, prompts: Sequence[list[int]], sampling: Sampling,
                  seed: int | None = None) -> list[Generation]:
+        if self.dropped:
+            raise RuntimeError("the engine's weights were dropped by sleep: wake and "
+                               "update_weights before generate")
         generator = torch.Generator(device=self.device).manual_seed(0 if seed is None else seed)
         out: list[Generation] = []
         for start in range(0, len(prompts), self.batch_size):
