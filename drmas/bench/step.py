@@ -14,6 +14,13 @@ CPU seconds per step (each side's own process), which a machine shared with othe
 disturbs far less (with one torch thread on the CPU they are the compute itself). TRL is in
 the benchmark-only extra `bench`.
 
+Beside the seconds it prints each side's decode rate (completion tokens per second of
+sampling) and its update's model FLOPs: 6 x the model's matmul weights (`matmul_weights`) x
+the tokens the update runs (forward and backward; attention's own products and any
+recomputation left out), per second, and as a fraction of the rate a large matmul in the
+same dtype reaches on the same device (`matmul_rate`), measured in the run rather than read
+from a data sheet, so that a CPU's and a GPU's fractions mean the same thing.
+
 Ours runs with `train.shared_prefix` on (each GRPO group's prompt computed once in the
 update, drmas/train/prefix.py; `--no-shared-prefix` turns it off for a comparison) and
 reports the tokens and padded positions its update runs with and without sharing (the
@@ -85,8 +92,10 @@ class OursSide:
         total, cpu = time.perf_counter() - t0, time.process_time() - c0
         self._count_tokens()                    # after the clock: not part of the step
         tokens = m["tokens_per_s"] * m["time"]["generate"]
+        mode = "shared" if self.trainer.groups["m"].settings.shared_prefix else "unshared"
         return {"total": total, "generate": m["time"]["generate"],
                 "update": total - m["time"]["generate"], "tokens": tokens,
+                "update_tokens": self.update_tokens[mode]["tokens"],
                 "cpu_total": cpu, "cpu_generate": self.gen_cpu, "cpu_update": cpu - self.gen_cpu,
                 **{f"update_{mode}_{k}": v for mode, d in self.update_tokens.items()
                    for k, v in d.items()}}
@@ -165,6 +174,7 @@ class TRLSide:
                 side.go.acquire()
                 sync()
                 side.t0, side.gen_s, side.gen_tokens = time.perf_counter(), 0.0, 0
+                side.row_tokens = 0
                 side.c0, side.gen_cpu = time.process_time(), 0.0
 
             def on_step_end(self, args, state, control, **kw):
@@ -172,6 +182,7 @@ class TRLSide:
                 total, cpu = time.perf_counter() - side.t0, time.process_time() - side.c0
                 side.records.append({"total": total, "generate": side.gen_s,
                                      "update": total - side.gen_s, "tokens": side.gen_tokens,
+                                     "update_tokens": side.row_tokens,
                                      "cpu_total": cpu, "cpu_generate": side.gen_cpu,
                                      "cpu_update": cpu - side.gen_cpu})
                 side.done.release()
@@ -200,6 +211,7 @@ class TRLSide:
             side.gen_s += time.perf_counter() - t0
             side.gen_cpu += time.process_time() - c0
             side.gen_tokens += sum(len(ids) for ids in out[1])   # completion_ids
+            side.row_tokens += sum(len(p) + len(c) for p, c in zip(out[0], out[1]))
             return out
 
         self.trainer._generate = timed_generate
@@ -292,15 +304,26 @@ def bench_step(model_path: Path, problems: list[dict], steps: int = 5, warmup: i
             if k >= warmup:
                 runs[name].append(rec)
     trl.close()
+    model = ours.trainer.groups["m"].model
+    weights = matmul_weights(model)
+    size, rate = matmul_rate(next(model.parameters()).device, next(model.parameters()).dtype)
     out = {"model": str(model_path), "dtype": dtype, "steps": steps, "warmup": warmup,
            "device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
            "threads": torch.get_num_threads(), "shared_prefix": shared_prefix,
-           "workload": {"prompts": PROMPTS, "samples": SAMPLES, "new_tokens": NEW_TOKENS, "lr": LR}}
+           "workload": {"prompts": PROMPTS, "samples": SAMPLES, "new_tokens": NEW_TOKENS, "lr": LR},
+           "matmul_weights": weights, "matmul_probe": {"n": size, "flops_per_s": rate}}
     for name, recs in runs.items():
         out[name] = {k: _median([r[k] for r in recs])
                      for k in ("total", "generate", "update", "cpu_total", "cpu_generate",
                                "cpu_update")}
         out[name]["tokens_per_step"] = _median([r["tokens"] for r in recs])
+        out[name]["decode_tokens_per_s"] = _median([r["tokens"] / r["generate"] for r in recs
+                                                    if r["generate"] > 0])
+        out[name]["update_tokens"] = _median([r["update_tokens"] for r in recs])
+        flops = _median([6 * weights * r["update_tokens"] / r["update"] for r in recs
+                         if r["update"] > 0])
+        out[name]["update_flops_per_s"] = flops
+        out[name]["update_utilisation"] = flops / rate
         for key in sorted({k for r in recs for k in r if k.startswith("update_")}):
             out[name][key] = _median([r[key] for r in recs])
         out[name]["all_total"] = [r["total"] for r in recs]
@@ -309,6 +332,40 @@ def bench_step(model_path: Path, problems: list[dict], steps: int = 5, warmup: i
     out["update_ratio"] = out["ours"]["update"] / out["trl"]["update"]
     out["cpu_ratio"] = out["ours"]["cpu_total"] / out["trl"]["cpu_total"]
     return out
+
+
+def matmul_weights(model) -> int:
+    """The weights that take part in matmuls, each counted once: every `nn.Linear`'s, the
+    output layer's included when it is tied to the embedding (a lookup on the way in)."""
+    import torch
+
+    sizes = {id(m.weight): m.weight.numel() for m in model.modules()
+             if isinstance(m, torch.nn.Linear)}
+    return sum(sizes.values())
+
+
+def matmul_rate(device, dtype, seconds: float = 0.3) -> tuple[int, float]:
+    """(n, FLOP/s) of an n x n matmul in `dtype` on `device` (n = 4096 on a GPU, 1024 on a
+    CPU), repeated for at least `seconds` after a warm-up: the denominator of the update's
+    utilisation."""
+    import torch
+
+    device = torch.device(device)
+    n = 4096 if device.type == "cuda" else 1024
+    sync = _synchronizer(device.type)
+    a = torch.randn(n, n, device=device).to(dtype)
+    b = torch.randn(n, n, device=device).to(dtype)
+    for _ in range(2):
+        a @ b
+    sync()
+    reps, t0 = 0, time.perf_counter()
+    while True:
+        a @ b
+        reps += 1
+        sync()
+        elapsed = time.perf_counter() - t0
+        if elapsed >= seconds:
+            return n, 2 * n ** 3 * reps / elapsed
 
 
 def report_step(result: dict) -> None:
@@ -333,6 +390,24 @@ def report_step(result: dict) -> None:
               f"without; sharing {'on' if result.get('shared_prefix') else 'off'} in this run")
     print(f"ratio ours/TRL: step {result['ratio']:.2f}, generate {result['generate_ratio']:.2f}, "
           f"update {result['update_ratio']:.2f}; CPU time {result['cpu_ratio']:.2f}")
+    if "matmul_probe" in result:
+        probe = result["matmul_probe"]
+        print(f"decode tokens/s: ours {o['decode_tokens_per_s']:,.0f}, "
+              f"TRL {result['trl']['decode_tokens_per_s']:,.0f}")
+        print(f"update model FLOP/s, 6 x {result['matmul_weights'] / 1e6:.2f}M matmul weights x "
+              f"tokens run, and its share of a {probe['n']}x{probe['n']} {result['dtype']} "
+              f"matmul's {_flops(probe['flops_per_s'])} here: "
+              + ", ".join(f"{label} {_flops(result[name]['update_flops_per_s'])} "
+                          f"({result[name]['update_tokens']:,.0f} tokens, "
+                          f"{100 * result[name]['update_utilisation']:.1f}%)"
+                          for name, label in (("ours", "ours"), ("trl", "TRL"))))
+
+
+def _flops(rate: float) -> str:
+    for unit, scale in (("TFLOP/s", 1e12), ("GFLOP/s", 1e9)):
+        if rate >= scale:
+            return f"{rate / scale:.1f} {unit}"
+    return f"{rate / 1e6:.1f} MFLOP/s"
 
 
 def write_json(result: dict, name: str, root: str | Path = "results/perf") -> Path:

@@ -70,6 +70,32 @@ def test_perf_step_against_trl_json_last_line(tmp_path, monkeypatch):
     assert 0 < ours["update_shared_tokens"] < ours["update_unshared_tokens"]
     assert ours["update_shared_padded"] < ours["update_unshared_padded"]
     assert list((tmp_path / "results" / "perf").glob("step_tiny_*.json"))
+    # decode rate and the update's model FLOPs: ours' update runs the shared tokens, TRL's
+    # every row whole (prompt and completion), and the utilisation is FLOP/s over the probe's
+    rate = result["matmul_probe"]["flops_per_s"]
+    assert result["matmul_probe"]["n"] == 1024 and rate > 0
+    assert ours["update_tokens"] == ours["update_shared_tokens"]
+    assert result["trl"]["update_tokens"] > result["trl"]["tokens_per_step"]
+    for side in ("ours", "trl"):
+        r = result[side]
+        assert r["decode_tokens_per_s"] > 0
+        assert r["update_utilisation"] == pytest.approx(r["update_flops_per_s"] / rate)
+    assert "decode tokens/s: ours" in proc.stdout and "matmul weights" in proc.stdout
+
+
+def test_matmul_weights_of_a_qwen2_by_hand():
+    """Every projection and the (tied) output layer once; the embedding lookup not again."""
+    import transformers
+
+    from drmas.bench.step import matmul_weights
+
+    h, i, layers, heads, kv, vocab = 64, 96, 2, 4, 2, 50
+    cfg = transformers.Qwen2Config(vocab_size=vocab, hidden_size=h, intermediate_size=i,
+                                   num_hidden_layers=layers, num_attention_heads=heads,
+                                   num_key_value_heads=kv, tie_word_embeddings=True)
+    d = h // heads
+    per_layer = h * heads * d + 2 * h * kv * d + heads * d * h + 3 * h * i
+    assert matmul_weights(transformers.Qwen2ForCausalLM(cfg)) == layers * per_layer + vocab * h
 
 
 @pytest.mark.slow
