@@ -5,9 +5,10 @@ things `generate` makes awkward: per-token logprobs of the sampled tokens, an ex
 generator (same seed -> same samples on a given device), and top-p applied the same way
 every time. Every tensor it makes lives on the model's device, the generator too. What makes
 it fast on a CPU (a preallocated KV cache, single-row attention that does not copy the cache,
-one prefill per distinct prompt) is in `decode.py`; rows that have finished leave the batch
-(`worth_dropping`), and top-p looks at the top entries only (`nucleus`). Only the
-last position's logits are computed (`logits_to_keep=1`): at prefill, the logits of every
+one prefill per distinct prompt) is in `decode.py`; the single-token steps of a Qwen2 or
+Llama model skip transformers' module calls (`decode_step.py`, the same bits); rows that
+have finished leave the batch (`worth_dropping`), and top-p looks at the top entries only
+(`nucleus`). Only the last position's logits are computed (`logits_to_keep=1`): at prefill, the logits of every
 prompt position would be batch x prompt x vocabulary (15 GB in bf16 for 160 SmolLM2 prompts
 of 1000 tokens).
 
@@ -26,6 +27,7 @@ from typing import Iterable, Sequence
 
 import torch
 
+from drmas.rollout import decode_step
 from drmas.rollout.base import Generation, Sampling
 from drmas.rollout.decode import DecodeMask, decoding, distinct_prompts, preallocated_cache
 
@@ -249,6 +251,7 @@ class HFEngine:
         mask = torch.cat([prompt_mask, prompt_mask.new_ones((len(unique), sampling.max_tokens))], 1)
         past = preallocated_cache(self.model, width + sampling.max_tokens)
         with decoding(self.model) as ours:
+            direct = ours and decode_step.supported(self.model)
             # one prefill per distinct prompt; its cache rows are then repeated per sample
             out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions,
                              past_key_values=past, use_cache=True, logits_to_keep=1)
@@ -267,7 +270,10 @@ class HFEngine:
             present = torch.ones(batch, dtype=torch.bool, device=dev)
             done = torch.zeros(batch, dtype=torch.bool, device=dev)   # per row decoded
             for step in range(sampling.max_tokens):
-                if step:
+                if step and direct:                   # the same bits without the modules
+                    logits = decode_step.logits(self.model, tokens[:, None],
+                                                decode_mask.at(step), positions, past)
+                elif step:
                     out = self.model(input_ids=tokens[:, None],
                                      attention_mask=decode_mask.at(step) if ours else mask,
                                      position_ids=positions, past_key_values=past,
