@@ -8,9 +8,9 @@ it fast on a CPU (a preallocated KV cache, single-row attention that does not co
 one prefill per distinct prompt) is in `decode.py`; the single-token steps of a Qwen2 or
 Llama model skip transformers' module calls (`decode_step.py`, the same bits); rows that
 have finished leave the batch (`worth_dropping`), and top-p looks at the top entries only
-(`nucleus`). Only the last position's logits are computed (`logits_to_keep=1`): at prefill, the logits of every
-prompt position would be batch x prompt x vocabulary (15 GB in bf16 for 160 SmolLM2 prompts
-of 1000 tokens).
+(`nucleus`). Only the last position's logits are computed (`logits_to_keep=1`): at prefill,
+the logits of every prompt position would be batch x prompt x vocabulary (15 GB in bf16 for
+160 SmolLM2 prompts of 1000 tokens).
 
 It generates with the trainer's own model when the dtypes agree (no copy, nothing to sync);
 otherwise (bf16 rollout of float32 master weights) with its own cast copy, refreshed by
