@@ -7,9 +7,10 @@ device (without one every reply is equally invalid, every advantage 0 and nothin
 train), then: two RL steps of the math MAS
 for `grpo` and `drmas` through the local backend in the precision `dtype: auto` picks (bf16
 on an H200), a checkpoint save + resume (weights equal after reload), sleep of the engine
-and its refill (`sync`: a bf16 copy equal to the trainer's weights again), and an evaluation of 64 episodes. It asserts that every group's parameters changed,
-that every phase ran on the requested device, and prints phase times, tokens/s and peak
-memory. Everything is imported inside the function: the module itself needs nothing.
+and its refill (`sync`: a bf16 copy equal to the trainer's weights again), and an
+evaluation of 64 episodes. It asserts that every group's parameters changed, that every
+phase ran on the requested device, and prints phase times, tokens/s and peak memory.
+Everything is imported inside the function: the module itself needs nothing.
 """
 
 from __future__ import annotations

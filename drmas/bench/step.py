@@ -92,10 +92,10 @@ class OursSide:
         total, cpu = time.perf_counter() - t0, time.process_time() - c0
         self._count_tokens()                    # after the clock: not part of the step
         tokens = m["tokens_per_s"] * m["time"]["generate"]
-        mode = "shared" if self.trainer.groups["m"].settings.shared_prefix else "unshared"
+        sharing = "shared" if self.trainer.groups["m"].settings.shared_prefix else "unshared"
         return {"total": total, "generate": m["time"]["generate"],
                 "update": total - m["time"]["generate"], "tokens": tokens,
-                "update_tokens": self.update_tokens[mode]["tokens"],
+                "update_tokens": self.update_tokens[sharing]["tokens"],   # the ones it ran
                 "cpu_total": cpu, "cpu_generate": self.gen_cpu, "cpu_update": cpu - self.gen_cpu,
                 **{f"update_{mode}_{k}": v for mode, d in self.update_tokens.items()
                    for k, v in d.items()}}
