@@ -38,8 +38,11 @@ def supported(model) -> bool:
     """A plain transformers Qwen2 or Llama causal LM (no adapters, no wrapper, not a
     subclass), whose layers are the stock ones `logits` reproduces, and no forward hook
     anywhere (this step calls no module's forward, so a hook would be skipped)."""
+    import transformers
     from torch.nn.modules import module as torch_module
 
+    if int(transformers.__version__.split(".")[0]) < 5:    # the forward transcribed is 5's
+        return False
     layer = STOCK.get(_class(model))
     if layer is None or hasattr(model, "peft_config"):
         return False

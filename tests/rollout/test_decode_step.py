@@ -126,6 +126,11 @@ def test_only_stock_qwen2_and_llama_take_the_direct_step():
     assert decode_step.supported(Qwen2ForCausalLM(config))
     assert not decode_step.supported(Custom(config))
     assert not decode_step.supported(torch.nn.Linear(2, 2))
+    import transformers
+
+    with pytest.MonkeyPatch.context() as patch:  # a transformers whose forward was not read
+        patch.setattr(transformers, "__version__", "4.57.0")
+        assert not decode_step.supported(Qwen2ForCausalLM(config))
     hooked = Qwen2ForCausalLM(config)            # a hook the direct step would skip
     hooked.lm_head.register_forward_hook(lambda module, args, out: out + 1)
     assert not decode_step.supported(hooked)
