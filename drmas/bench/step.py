@@ -319,13 +319,12 @@ def bench_step(model_path: Path, problems: list[dict], steps: int = 5, warmup: i
         out[name]["tokens_per_step"] = _median([r["tokens"] for r in recs])
         out[name]["decode_tokens_per_s"] = _median([r["tokens"] / r["generate"] for r in recs
                                                     if r["generate"] > 0])
-        out[name]["update_tokens"] = _median([r["update_tokens"] for r in recs])
         flops = _median([6 * weights * r["update_tokens"] / r["update"] for r in recs
                          if r["update"] > 0])
         out[name]["update_flops_per_s"] = flops
         out[name]["update_utilisation"] = flops / rate
         for key in sorted({k for r in recs for k in r if k.startswith("update_")}):
-            out[name][key] = _median([r[key] for r in recs])
+            out[name][key] = _median([r[key] for r in recs])     # update_tokens among them
         out[name]["all_total"] = [r["total"] for r in recs]
     out["ratio"] = out["ours"]["total"] / out["trl"]["total"]
     out["generate_ratio"] = out["ours"]["generate"] / out["trl"]["generate"]
