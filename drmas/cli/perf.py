@@ -9,7 +9,7 @@ from pathlib import Path
 from drmas.cli.arguments import OneLineParser, add_command, int_at_least, positive
 from drmas.errors import ConfigError
 
-NAMED_MODELS = ("tiny", "small", "medium", "smol")
+NAMED_MODELS = ("tiny", "small", "medium", "tiny-warm", "smol")
 
 
 class _BenchmarkParser(OneLineParser):
@@ -77,7 +77,8 @@ def _add_model_options(sp, steps_help: str, warmup: bool = False) -> None:
     """The options of `perf rollout` and `perf step`."""
     sp.set_defaults(fn=perf_model)
     sp.add_argument("--model", default="tiny",
-                    help="tiny|small|medium|smol or a checkpoint folder")
+                    help="tiny|small|medium (random weights), tiny-warm (the default profile's "
+                         "warm-started math model), smol, or a checkpoint folder")
     sp.add_argument("--steps", type=int, default=5, help=steps_help)
     if warmup:
         sp.add_argument("--warmup", type=int, default=1, help="warm-up steps per side")

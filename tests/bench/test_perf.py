@@ -53,3 +53,26 @@ def test_perf_model_shapes_are_the_default_profiles():
     models = yaml.safe_load((REPO / "config" / "default.yaml").read_text())["models"]
     for name, shape in SHAPES.items():
         assert {k: models[name][k] for k in shape} == shape
+
+
+def test_perf_model_names_pick_one_workload_each(tmp_path, monkeypatch):
+    """`tiny` is the random-weight shape even where the default workflow has written its
+    warm-started model (the two are different workloads: one name for both made a run's
+    ratio depend on what had run before); `tiny-warm` is that model, and a clear error
+    naming the command that writes it when it is missing."""
+    from drmas.bench import models
+    from drmas.errors import ConfigError
+
+    monkeypatch.chdir(tmp_path)
+    random_small = models.CACHE / "random-small"
+    random_small.mkdir(parents=True)
+    (random_small / "config.json").write_text("{}")
+    with pytest.raises(ConfigError, match="snakemake --cores all results/default/models/math/small"):
+        models.resolve("tiny-warm")
+    models.WARM.mkdir(parents=True)
+    (models.WARM / "config.json").write_text("{}")
+    assert models.resolve("tiny") == (random_small, "default profile's small shape, random weights")
+    assert models.resolve("small")[0] == random_small
+    assert models.resolve("tiny-warm")[0] == models.WARM
+    with pytest.raises(ConfigError, match="tiny-warm"):
+        models.resolve("no-such-model")
