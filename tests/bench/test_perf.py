@@ -57,8 +57,8 @@ def test_perf_model_shapes_are_the_default_profiles():
 
 def test_perf_model_names_pick_one_workload_each(tmp_path, monkeypatch):
     """`tiny` is the random-weight shape even where the default workflow has written its
-    warm-started model (the two are different workloads: one name for both made a run's
-    ratio depend on what had run before); `tiny-warm` is that model, and a clear error
+    warm-started model (the two are different workloads, so a name must not mean either by
+    what ran before); `tiny-warm` is that model, and a clear error
     naming the command that writes it when it is missing."""
     from drmas.bench import models
     from drmas.errors import ConfigError
