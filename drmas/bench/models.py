@@ -20,6 +20,8 @@ from pathlib import Path
 
 from drmas.errors import ConfigError
 
+#: the names `resolve` knows (anything else is a checkpoint folder)
+NAMES = ("tiny", "small", "medium", "tiny-warm", "smol")
 CACHE = Path("results/perf/models")
 WARM = Path("results/default/models/math/small")
 # The default profile's model shapes (config/default.yaml, which an installed package does
@@ -85,5 +87,5 @@ def resolve(name: str) -> tuple[Path, str]:
         return out, "SmolLM2-135M-Instruct (GGUF Q4_1, dequantised)"
     path = Path(name)
     if not (path / "config.json").exists():
-        raise ConfigError(f"model {name!r}: not tiny|small|medium|tiny-warm|smol nor a checkpoint folder")
+        raise ConfigError(f"model {name!r}: not {'|'.join(NAMES)} nor a checkpoint folder")
     return path, str(path)

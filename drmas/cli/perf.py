@@ -9,8 +9,6 @@ from pathlib import Path
 from drmas.cli.arguments import OneLineParser, add_command, int_at_least, positive
 from drmas.errors import ConfigError
 
-NAMED_MODELS = ("tiny", "small", "medium", "tiny-warm", "smol")
-
 
 class _BenchmarkParser(OneLineParser):
     """A benchmark's parser: an option it does not take (one of another benchmark's) is an
@@ -42,7 +40,7 @@ def perf_model(args) -> None:
     """`perf rollout` and `perf step`: report, write results/perf/<what>_<model>_<dtype>.json."""
     import torch
 
-    from drmas.bench.models import problems, resolve
+    from drmas.bench.models import NAMES, problems, resolve
     from drmas.bench.step import write_json
 
     if args.threads:
@@ -65,7 +63,7 @@ def perf_model(args) -> None:
         result = bench_rollout(path, repeats=args.steps, dtype=args.dtype)
         result["model_name"] = what
         report_rollout(result)
-    model = args.model if args.model in NAMED_MODELS else Path(args.model).name
+    model = args.model if args.model in NAMES else Path(args.model).name
     where = "" if getattr(args, "device", "cpu") == "cpu" else f"_{args.device}"
     out = write_json(result, f"{args.what}_{model}_{args.dtype}{where}")
     print(f"-> {out}")
