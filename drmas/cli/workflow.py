@@ -164,9 +164,12 @@ def cmd_evaluate(args) -> None:
     if args.same_as and (args.split != "test" or args.max_problems is not None):
         raise ConfigError("--same-as copies the workflow's test evaluation; it cannot go with "
                           "--split or --max-problems")
+    base_dirs = _base_models(cfg, args)
     meta = {"suite": suite.name, "split": args.split, "assignment": args.assignment,
             "seed": args.seed,
             "method": checks.check_trained_run(args.run) if args.run else "base"}
+    if base_dirs:
+        meta["base_models"] = base_dirs
     if meta["method"] != "base":            # the run's own settings (e.g. response budgets)
         cfg = cfg.for_method(meta["method"])
     if args.same_as:
@@ -182,12 +185,31 @@ def cmd_evaluate(args) -> None:
         if args.max_problems is not None:
             cfg = dataclasses.replace(cfg, eval=dataclasses.replace(
                 cfg.eval, max_problems_per_source=args.max_problems or None))
-        checks.check_model_dirs(p for p, *_ in group_paths(cfg, suite, args.assignment,
-                                                             args.run).values())
+        checks.check_model_dirs(p for p, *_ in group_paths(
+            cfg, suite, args.assignment, args.run, base_dirs=base_dirs).values())
         setup_torch(cfg)
         scores = evaluate(cfg, suite, args.assignment, rows, args.out, run_dir=args.run,
-                          seed=args.seed, meta=meta, retriever=retriever(args, suite, cfg))
+                          seed=args.seed, meta=meta, retriever=retriever(args, suite, cfg),
+                          base_dirs=base_dirs)
     print(json.dumps(scores["overall"]))
+
+
+def _base_models(cfg, args) -> dict[str, str]:
+    """{model: folder} from `--base-model NAME=DIR` (base evaluations only)."""
+    if args.base_model and (args.run or args.same_as):
+        raise ConfigError("--base-model replaces a base model; it cannot go with --run or "
+                          "--same-as")
+    out = {}
+    for item in args.base_model:
+        name, sep, folder = item.partition("=")
+        if not sep or not name or not folder:
+            raise ConfigError(f"--base-model {item!r}: expected NAME=DIR, e.g. "
+                              f"small=results/default/models/math/small")
+        if name not in cfg.models:
+            raise ConfigError(f"--base-model {item!r}: unknown model {name!r}; the config's "
+                              f"models: {', '.join(cfg.models)}")
+        out[name] = folder
+    return out
 
 
 def _add_data_commands(sub) -> None:
@@ -236,6 +258,9 @@ def _add_model_commands(sub) -> None:
     sp.add_argument("--same-as", default=None, metavar="EVAL_DIR",
                     help="base only: copy this eval folder of an assignment with the same base "
                          "models (the workflow's twin: Config.base_twin)")
+    sp.add_argument("--base-model", action="append", default=[], metavar="NAME=DIR",
+                    help="base only: evaluate the model folder DIR in place of the config's "
+                         "model NAME (a warm start of another seed or length); repeatable")
     sp.add_argument("--seed", type=int, default=0, help="sampling seed")
     sp.add_argument("--split", choices=["test", "heldout"], default="test",
                     help="the prepared split to evaluate: test (the workflow's), or heldout (the "

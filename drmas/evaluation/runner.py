@@ -50,11 +50,17 @@ def behaviour(samples: pd.DataFrame, info_keys) -> dict:
 
 
 def group_paths(cfg: Config, suite: Suite, assignment: str, run_dir: str | Path | None,
-                engine_overrides: dict | None = None) -> dict:
+                engine_overrides: dict | None = None, base_dirs: dict | None = None) -> dict:
     """{group: (model path, agents, settings, engine options)}: a run's final weights, or the
-    warm-started models."""
+    base models: the warm-started ones, or the folders `base_dirs` names ({model: folder},
+    e.g. a warm start of another seed) in their place."""
     plan = plan_groups(cfg, assignment, suite.agents)
-    return {g: (Path(run_dir) / "final" / g if run_dir else model_dir(cfg, suite.name, s["model"]),
+    base_dirs = base_dirs or {}
+
+    def base(model: str) -> Path:
+        return Path(base_dirs[model]) if model in base_dirs else model_dir(cfg, suite.name, model)
+
+    return {g: (Path(run_dir) / "final" / g if run_dir else base(s["model"]),
                 s["agents"], s["settings"], s["encoding"],
                 engine_options(cfg, s["model"], engine_overrides))
             for g, s in plan.items()}
@@ -80,10 +86,10 @@ def reuse_base(cfg: Config, suite: Suite, twin_dir, out_dir, meta: dict) -> dict
 
 def evaluate(cfg: Config, suite: Suite, assignment: str, problems: list[dict], out_dir,
              run_dir=None, seed: int = 0, meta: dict | None = None, retriever=None,
-             engine_overrides: dict | None = None) -> dict:
+             engine_overrides: dict | None = None, base_dirs: dict | None = None) -> dict:
     e = cfg.eval
     n = e.n
-    paths = group_paths(cfg, suite, assignment, run_dir, engine_overrides)
+    paths = group_paths(cfg, suite, assignment, run_dir, engine_overrides, base_dirs)
     device = local_device(cfg.resources)       # the GPU when there is one, like training
     groups = {g: SamplingGroup(g, p, agents, eval_batch=e.batch_size, encoding=encoding,
                                device=device, **options)

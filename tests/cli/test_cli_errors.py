@@ -176,6 +176,15 @@ def test_evaluate_on_bad_inputs(tmp_path, capsys, math_rows, monkeypatch):
     status, line = evaluate(capsys, tmp_path)
     assert status == 2 and line.startswith(e + "results/default/models/math/small: model folder "
                                                 "not found")
+    # --base-model NAME=DIR: a folder in place of a base model, checked like the config's
+    status, line = evaluate(capsys, tmp_path, "--base-model", f"small={tmp_path / 'seed1'}")
+    assert status == 2 and line.startswith(e + f"{tmp_path / 'seed1'}: model folder not found")
+    assert evaluate(capsys, tmp_path, "--base-model", "small") == (
+        2, e + "--base-model 'small': expected NAME=DIR, e.g. small=results/default/models/math/small")
+    assert evaluate(capsys, tmp_path, "--base-model", "large=x") == (
+        2, e + "--base-model 'large=x': unknown model 'large'; the config's models: small, medium")
+    assert evaluate(capsys, tmp_path, "--base-model", "small=x", "--run", damaged) == (
+        2, e + "--base-model replaces a base model; it cannot go with --run or --same-as")
     assert not (tmp_path / "e").exists()
 
 

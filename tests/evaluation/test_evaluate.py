@@ -33,6 +33,27 @@ def test_same_config_and_seed_give_identical_scores(tiny_model_dir, math_rows, t
     assert a["behaviour"]["per_source"]["arith-1"]["solver_calls"] == round(sum(one) / len(one), 4)
 
 
+def test_base_model_folder_in_place_of_the_configs(tiny_model_dir, math_rows, tmp_path):
+    """`drmas evaluate --base-model small=DIR` (`base_dirs`) samples from DIR in every group
+    that names the model: the same bytes as a config whose model lives at DIR."""
+    from pathlib import Path
+
+    from drmas.evaluation.runner import group_paths
+
+    suite = math_suite()
+    test = [r for r in math_rows if r["split"] == "test"]
+    elsewhere = make_config(tmp_path / "absent")
+    paths = group_paths(elsewhere, suite, "nonshared", None, base_dirs={"small": str(tiny_model_dir)})
+    assert len(paths) == 2 and {p for p, *_ in paths.values()} == {Path(tiny_model_dir)}
+    assert {p for p, *_ in group_paths(elsewhere, suite, "nonshared", None).values()} == {
+        tmp_path / "absent"}
+    evaluate(make_config(tiny_model_dir), suite, "nonshared", test, tmp_path / "direct", seed=1)
+    evaluate(elsewhere, suite, "nonshared", test, tmp_path / "in_place", seed=1,
+             base_dirs={"small": str(tiny_model_dir)})
+    for name in ("samples.jsonl", "scores.json"):
+        assert (tmp_path / "direct" / name).read_bytes() == (tmp_path / "in_place" / name).read_bytes()
+
+
 def test_cap_per_source_keeps_order():
     rows = [{"data_source": s, "id": i} for i, s in enumerate("aabbbab")]
     assert [r["id"] for r in cap_per_source(rows, 2)] == [0, 1, 2, 3]
