@@ -115,6 +115,8 @@ def cmd_warmstart(args) -> None:
     rows = read_prepared(Path(args.data) / "train.jsonl")
     setup_torch(cfg)
     w = cfg.warmstart_for(args.model)
+    if args.seed is None:
+        args.seed = w.seed
     spec = cfg.models[args.model]
     roles = cfg.roles_of(args.model, suite.agents)
     if not roles:
@@ -234,7 +236,9 @@ def _add_model_commands(sub) -> None:
                          "model brings its own")
     sp.add_argument("--model", required=True, help="model name from the config's models:")
     sp.add_argument("--out", required=True, type=output_folder, help="model folder to write")
-    sp.add_argument("--seed", type=int, default=0, help="seed of the model's init and the SFT order")
+    sp.add_argument("--seed", type=int, default=None,
+                    help="seed of the model's init, its demonstrations and their order "
+                         "(default: the config's warmstart seed)")
     sp.add_argument("--dtype", choices=["auto", "float32", "bfloat16"], default=None,
                     help="warm-start precision (default: the config's warmstart dtype, else auto)")
 

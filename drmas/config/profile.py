@@ -121,6 +121,7 @@ class WarmstartConfig:
     mistake_rate: float = opt(0.3, "share of demonstrations with a deliberate mistake (RL's room to improve)", minimum=0, maximum=1)
     dtype: Literal["auto", "float32", "bfloat16"] = opt("auto", "training precision: auto = bf16 autocast only where the hardware runs it fast, else float32")
     last_layer: Literal["scored", "full"] = opt("scored", "scored = the last decoder layer at the reply positions only (cheaper); full = at every position")
+    seed: int = opt(0, "seed of the model's initialisation, its demonstrations and their order: another seed is another base model", minimum=0)
 
 
 @dataclass(frozen=True)

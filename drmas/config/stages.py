@@ -79,9 +79,16 @@ def kernels_key(cfg: Config) -> dict:
     return {} if cfg.cpu_kernels == "native" else {"cpu_kernels": cfg.cpu_kernels}
 
 
+#: Warm-start keys added after models had been warm-started, each with the value that leaves
+#: a warm start as it was: left out of the key at that value (as LATER_TRAIN_KEYS below).
+LATER_WARMSTART_KEYS = {"seed": 0}
+
+
 def warmstart_key(cfg: Config, suite: Suite, model: str) -> dict:
     c = cfg.for_suite(suite.name)
-    return {"model": plain(c.models[model]), "warmstart": plain(c.warmstart_for(model)),
+    warmstart = {k: v for k, v in plain(c.warmstart_for(model)).items()
+                 if k not in LATER_WARMSTART_KEYS or v != LATER_WARMSTART_KEYS[k]}
+    return {"model": plain(c.models[model]), "warmstart": warmstart,
             "roles": c.roles_of(model, suite.agents), "mas": mas_key(c, suite),
             **kernels_key(c)}
 

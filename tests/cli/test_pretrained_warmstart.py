@@ -121,3 +121,36 @@ def test_warmstart_refuses_a_pretrained_model_without_a_block(tiny_model_dir, tm
     assert capsys.readouterr().err.strip() == (
         "drmas warmstart: error: model 'chat' is pretrained without a `warmstart:` block: it is "
         "not warm-started (set models.chat.warmstart to do so)")
+
+
+def test_warmstart_seed_from_the_config_unless_given(tiny_model_dir, tmp_path, prepared, capsys,
+                                                     monkeypatch):
+    """`warmstart.seed` seeds the demonstrations and the SFT (`drmas warmstart --seed` over it);
+    it is part of the warm start's and the runs' identity, except at 0, its value before the
+    key existed (identities of earlier warm starts unchanged)."""
+    from drmas.train import sft
+
+    suite = load_suite(REPO / "benchmarks" / "math.yaml")
+    seeded = {**WARM, "seed": 3}
+    assert "seed" not in train_key(from_dict(raw_config(tiny_model_dir, {**WARM, "seed": 0})),
+                                   suite, "shared", "grpo", 0)["warmstart"]["chat"]
+    assert train_key(from_dict(raw_config(tiny_model_dir, seeded)), suite, "shared", "grpo",
+                     0)["warmstart"]["chat"]["seed"] == 3
+    seen = []
+
+    def spy(model, tokenizer, traces, **kw):
+        seen.append((traces, kw["seed"]))
+        return [1.0] * kw["steps"]
+
+    monkeypatch.setattr(sft, "sft", spy)
+    config = write_config(tmp_path, raw_config(tiny_model_dir, seeded))
+    rows = [json.loads(l) for l in (prepared / "train.jsonl").read_text().splitlines()]
+    for extra, seed in (([], 3), (["--seed", "5"], 5)):
+        status = cli.main(["warmstart", "--config", config, "--suite",
+                           str(REPO / "benchmarks" / "math.yaml"), "--data", str(prepared),
+                           "--model", "chat", "--out", str(tmp_path / f"w{seed}"), *extra])
+        assert status in (0, None), capsys.readouterr().err
+        traces, used = seen.pop()
+        assert used == seed
+        assert traces == math_traces(rows, seed=seed, mistake_rate=0.2, prompt_set="smol")
+    assert math_traces(rows, seed=3, mistake_rate=0.2) != math_traces(rows, seed=5, mistake_rate=0.2)
