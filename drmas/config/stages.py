@@ -79,15 +79,20 @@ def kernels_key(cfg: Config) -> dict:
     return {} if cfg.cpu_kernels == "native" else {"cpu_kernels": cfg.cpu_kernels}
 
 
+def _without_later(key: dict, later: dict) -> dict:
+    """`key` without the keys of `later` ({key: the value before it existed}) at that value,
+    so that what was made before a key existed keeps its identity until the key is set."""
+    return {k: v for k, v in key.items() if k not in later or v != later[k]}
+
+
 #: Warm-start keys added after models had been warm-started, each with the value that leaves
-#: a warm start as it was: left out of the key at that value (as LATER_TRAIN_KEYS below).
+#: a warm start as it was (`_without_later`).
 LATER_WARMSTART_KEYS = {"seed": 0}
 
 
 def warmstart_key(cfg: Config, suite: Suite, model: str) -> dict:
     c = cfg.for_suite(suite.name)
-    warmstart = {k: v for k, v in plain(c.warmstart_for(model)).items()
-                 if k not in LATER_WARMSTART_KEYS or v != LATER_WARMSTART_KEYS[k]}
+    warmstart = _without_later(plain(c.warmstart_for(model)), LATER_WARMSTART_KEYS)
     return {"model": plain(c.models[model]), "warmstart": warmstart,
             "roles": c.roles_of(model, suite.agents), "mas": mas_key(c, suite),
             **kernels_key(c)}
@@ -108,7 +113,7 @@ LATER_TRAIN_KEYS = {"pad_group_rows_to": 0, "balance_batch": False}
 
 def _agent_train_key(cfg: Config, agent: str) -> dict:
     key = plain(cfg.agent_train(agent))
-    return {k: v for k, v in key.items() if k not in LATER_TRAIN_KEYS or v != LATER_TRAIN_KEYS[k]}
+    return _without_later(key, LATER_TRAIN_KEYS)
 
 
 def train_key(cfg: Config, suite: Suite, assignment: str, method: str, seed: int) -> dict:
