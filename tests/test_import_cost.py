@@ -9,8 +9,9 @@ profile, each a new process on a small, busy CPU).
   saves a checkpoint; an evaluation never), no plotting, no scikit-learn at import; train
   imports no pandas (evaluate aggregates its samples with it);
 - a model job, once its process is prepared (`drmas.models.startup.prepare_process`): no
-  scikit-learn when it builds a transformers model with its generation utilities
-  (transformers would import it for assisted decoding), and scikit-learn still importable;
+  scikit-learn and no SciPy when it builds a transformers model with its generation utilities
+  and its model classes (transformers would import them for assisted decoding and for the
+  object-detection losses), and both still importable;
 - the report jobs: tables no torch and no plotting, card and verify no torch, pandas or
   plotting at import (`drmas card` imports torch for the numerics fingerprint when it runs it).
 """
@@ -24,7 +25,7 @@ import pytest
 from repo import REPO
 
 HEAVY = ("torch", "torch.distributed.checkpoint", "torch.distributed.tensor", "transformers",
-         "pandas", "sklearn", "matplotlib", "seaborn")
+         "pandas", "sklearn", "scipy", "matplotlib", "seaborn")
 PLOTTING = ("matplotlib", "seaborn")
 JOB = "import drmas.cli.main, drmas.cli.job, drmas.config.profile, drmas.config.suites, drmas.data.io\n"
 HELP = "from drmas.cli.main import main\ntry:\n    main({argv})\nexcept SystemExit:\n    pass\n"
@@ -54,8 +55,10 @@ CASES = {
     "model job": (JOB + "from drmas.models.startup import prepare_process\nprepare_process(1)\n"
                         "from drmas.bench.models import SHAPES\nfrom drmas.models.tiny import tiny_model\n"
                         "import transformers.generation.utils\n"
+                        "import transformers.models.qwen2.modeling_qwen2\n"
+                        "import transformers.models.llama.modeling_llama\n"
                         "tiny_model(SHAPES['small'], 300, seed=0)\n",
-                  ("torch.distributed.checkpoint", "pandas", "sklearn", *PLOTTING)),
+                  ("torch.distributed.checkpoint", "pandas", "sklearn", "scipy", *PLOTTING)),
     "table": (JOB + "import drmas.cli.inputs, drmas.report.tables\n",
               ("torch", "transformers", "sklearn", *PLOTTING)),
     "card, verify": (JOB + "import drmas.report.card, drmas.report.cardmd, drmas.report.verify\n",
@@ -79,15 +82,18 @@ def test_job_imports_only_what_it_uses(job):
     assert not extra, f"{job}: imports {extra} (find who with `python -X importtime`)"
 
 
-def test_prepared_process_keeps_determinism_and_scikit_learn():
-    """`prepare_process` sets threads and deterministic algorithms; hiding scikit-learn from
-    transformers' check leaves it importable for others (pyserini's rerankers)."""
+def test_prepared_process_keeps_determinism_scikit_learn_and_scipy():
+    """`prepare_process` sets threads and deterministic algorithms; hiding scikit-learn and
+    SciPy from transformers' checks leaves both importable for others (pyserini's rerankers),
+    also where transformers' own import asked for SciPy first."""
     pytest.importorskip("sklearn")
-    code = ("import sys, torch\nfrom drmas.models.startup import prepare_process\n"
+    pytest.importorskip("scipy")
+    code = ("import sys, torch, transformers\nfrom drmas.models.startup import prepare_process\n"
             "prepare_process(1)\nimport transformers.generation.utils\n"
-            "assert 'sklearn' not in sys.modules\n"
+            "import transformers.models.qwen2.modeling_qwen2\n"
+            "assert 'sklearn' not in sys.modules and 'scipy' not in sys.modules\n"
             "assert torch.get_num_threads() == 1\n"
             "assert torch.are_deterministic_algorithms_enabled()\n"
             "assert torch.is_deterministic_algorithms_warn_only_enabled()\n"
-            "import sklearn.metrics\n")
-    assert "sklearn" in imported(code)
+            "import sklearn.metrics, scipy.optimize\n")
+    assert {"sklearn", "scipy"} <= set(imported(code))
