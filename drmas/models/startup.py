@@ -4,11 +4,11 @@ Every warm start, RL run, evaluation and card starts a fresh Python process, so 
 imports before its first step is paid some 80 times per default profile. transformers imports
 two optional libraries at its own import whenever they are installed (pyserini installs both),
 for features drmas never uses: scikit-learn in its generation package (a threshold of assisted
-decoding) and SciPy in its loss package (the matching of object-detection losses), together
-about 1.4 s of CPU of a model job's start-up (docs/results.md, "Job start-up"). transformers
-caches the answer of each availability check, so `skip_unused` asks it again while the library
-is hidden: transformers then skips the import for the rest of the process, and the library
-stays importable for whoever needs it.
+decoding) and SciPy in its loss package (the matching of object-detection losses), about 0.8
+and 1 s of a model job's 9-10 s start-up on a 2-core CPU (docs/results.md, "Job start-up").
+transformers caches the answer of each availability check, so `skip_unused` asks it again
+while the library is hidden: transformers then skips the import for the rest of the process,
+and the library stays importable for whoever needs it.
 
 What stays, and why: torch itself (about 2 s), transformers' own import (its dependency
 version checks and its distributed modules, which load `torch._dynamo`, about 3 s), and
