@@ -233,17 +233,8 @@ class DenseSearcher(Searcher):
         self._row = {docid: row for row, docid in enumerate(self._searcher.docids)}
         self._lock = threading.Lock()
 
-    @property
-    def num_docs(self) -> int:
-        return int(self._searcher.num_docs)
-
-    def search_checked(self, queries: list[str], k: int = 3, threads: int = 1
-                       ) -> tuple[list[list[Hit]], dict[int, str]]:
-        """(hits per query, {query position: error message}) for the queries that failed."""
-        if k < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
-        queries = [str(q) for q in queries]
-        k, threads = int(k), max(1, int(threads))
+    def _search_checked(self, queries: list[str], k: int, threads: int
+                        ) -> tuple[list[list[Hit]], dict[int, str]]:
         with self._lock:
             return isolate_failures(lambda qs: self._batch(qs, k, threads),
                                     lambda q: self._batch([q], k, threads)[0], queries)

@@ -158,8 +158,9 @@ def _close_and_detach(searcher) -> None:
 
 
 class Searcher:
-    """What every retriever offers: `search_checked` (hits and per-query errors) is the one
-    a kind implements; `search` and `batch_search` follow from it."""
+    """What every retriever offers: `search_checked` (hits and per-query errors), with
+    `search` and `batch_search` on top of it. A kind implements `_search_checked` on inputs
+    already checked here, and keeps its engine in `_searcher` (which gives `num_docs`)."""
 
     def search(self, query: str, k: int = 3) -> list[Hit]:
         """Top-k hits for one query, best first (an empty or all-stopword query gives [])."""
@@ -175,7 +176,22 @@ class Searcher:
 
     def search_checked(self, queries: list[str], k: int = 3, threads: int = 1
                        ) -> tuple[list[list[Hit]], dict[int, str]]:
+        """(hits per query, {query position: error message}) for the queries that failed."""
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        queries = [str(q) for q in queries]
+        if not queries:
+            return [], {}
+        return self._search_checked(queries, int(k), max(1, int(threads)))
+
+    def _search_checked(self, queries: list[str], k: int, threads: int
+                        ) -> tuple[list[list[Hit]], dict[int, str]]:
+        """`search_checked` on a non-empty list of strings, k >= 1 and threads >= 1."""
         raise NotImplementedError
+
+    @property
+    def num_docs(self) -> int:
+        return int(self._searcher.num_docs)
 
 
 class BM25Searcher(Searcher):
@@ -209,19 +225,8 @@ class BM25Searcher(Searcher):
         """Run `fn(*args)` on the owner thread and return its result."""
         return self._owner.submit(fn, *args).result()
 
-    @property
-    def num_docs(self) -> int:
-        return int(self._searcher.num_docs)
-
-    def search_checked(self, queries: list[str], k: int = 3, threads: int = 1
-                       ) -> tuple[list[list[Hit]], dict[int, str]]:
-        """(hits per query, {query position: error message}) for the queries that failed."""
-        if k < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
-        queries = [str(q) for q in queries]
-        if not queries:
-            return [], {}
-        k, threads = int(k), max(1, int(threads))
+    def _search_checked(self, queries: list[str], k: int, threads: int
+                        ) -> tuple[list[list[Hit]], dict[int, str]]:
         return self._call(isolate_failures, lambda qs: self._batch_search(qs, k, threads),
                           lambda q: self._search_one(q, k), queries)
 
