@@ -146,6 +146,7 @@ BAD = [
     ({"sources": {"addsub-1": {"level": 4}}}, r"addsub-1\.level: arithmetic level must be one of"),
     ({"revise_demos": 2}, r"datasets\.basic\.revise_demos: must be a number from 0 to 1"),
     ({"heldout_problems": -1}, r"datasets\.basic\.heldout_problems: must be an integer >= 0"),
+    ({"sources": {}}, r"datasets\.basic\.sources: must be a non-empty mapping of data_source -> options$"),
 ]
 
 

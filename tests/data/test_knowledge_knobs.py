@@ -104,6 +104,7 @@ BAD = [
     ({"sources": {"kb-single": {"hops": 4}}}, r"datasets\.default\.sources\.kb-single\.hops: must be 1, 2 or 3, got 4$"),
     ({"multi_share": 1.5}, r"datasets\.default\.multi_share: must be a number from 0 to 1"),
     ({"similar": -1}, r"datasets\.default\.similar: must be an integer >= 0"),
+    ({"sources": ["kb-single"]}, r"datasets\.default\.sources: must be a non-empty mapping of data_source -> options$"),
 ]
 
 

@@ -203,16 +203,10 @@ def mark_demo_rows(rows: list[dict], share: float, seed: int, flag: str = "revis
 def check_spec(spec: dict, where: str = "datasets") -> None:
     """The entry's and its sources' options (called when a benchmark file is loaded and
     before generating): an unknown or bad one is one ConfigError line naming its key."""
+    from drmas.data.generators.options import checked_sources
     from drmas.errors import ConfigError
 
-    unknown = sorted(set(spec) - set(ENTRY_OPTIONS))
-    if unknown:
-        raise ConfigError(f"{where}: unknown option(s) {', '.join(map(str, unknown))} for the "
-                          f"arithmetic generator; known: {', '.join(ENTRY_OPTIONS)}")
-    sources = spec.get("sources")
-    if not isinstance(sources, dict) or not sources:
-        raise ConfigError(f"{where}.sources: must be a non-empty mapping of data_source -> options")
-    for name, conf in sources.items():
+    for name, conf in checked_sources(spec, where, "arithmetic", ENTRY_OPTIONS).items():
         source_knobs(conf, f"{where}.sources.{name}")
     revise_share(spec, where)
     heldout = spec.get("heldout_problems", 0)

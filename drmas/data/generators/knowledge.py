@@ -63,6 +63,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from drmas.data.generators.options import checked_sources
 from drmas.errors import ConfigError
 from drmas.registry import CORPORA, GENERATORS
 
@@ -323,14 +324,7 @@ def _train_counts(sources: dict[str, dict], train_problems: int,
 def check_spec(spec: dict, where: str = "datasets") -> None:
     """The entry's and its sources' options (called when a benchmark file is loaded and
     before generating): an unknown or bad one is one ConfigError line naming its key."""
-    unknown = sorted(set(spec) - set(ENTRY_OPTIONS))
-    if unknown:
-        raise ConfigError(f"{where}: unknown option(s) {', '.join(map(str, unknown))} for the "
-                          f"knowledge generator; known: {', '.join(ENTRY_OPTIONS)}")
-    sources = spec.get("sources")
-    if not isinstance(sources, dict) or not sources:
-        raise ConfigError(f"{where}.sources: must be a non-empty mapping of data_source -> options")
-    for name, conf in sources.items():
+    for name, conf in checked_sources(spec, where, "knowledge", ENTRY_OPTIONS).items():
         if not isinstance(conf, dict):
             raise ConfigError(f"{where}.sources.{name}: must be a mapping of options (hops: 1), got {conf!r}")
         bad = sorted(set(conf) - set(SOURCE_OPTIONS))
