@@ -1,6 +1,6 @@
 """`drmas table` / `plot` check what they mix (suite, split, one file per run), their flags
 go through their config keys' bounds, their output names keep every dot, and every scores
-or metrics read is bounded: one line and exit 2 for each input of the issue, never an
+or metrics read is bounded: one line and exit 2 for each bad input below, never an
 "unexpected error"."""
 
 import json

@@ -1,4 +1,4 @@
-"""Damaged checkpoints: each fault listed in the issue (an empty or truncated
+"""Damaged checkpoints: each fault (an empty or truncated
 model.safetensors, a truncated optimizer.pt, a bad trainer.json, a garbage RNG file) gives
 one line on stderr and a resume from the newest intact checkpoint, never a traceback; with
 none intact the run stops with one line naming the folder."""
