@@ -147,6 +147,7 @@ BAD = [
     ({"revise_demos": 2}, r"datasets\.basic\.revise_demos: must be a number from 0 to 1"),
     ({"heldout_problems": -1}, r"datasets\.basic\.heldout_problems: must be an integer >= 0"),
     ({"sources": {}}, r"datasets\.basic\.sources: must be a non-empty mapping of data_source -> options$"),
+    ({"sources": {"addsub-1": 1}}, r"datasets\.basic\.sources\.addsub-1: must be a mapping of options \(level: 1, \.\.\.\), got 1$"),
 ]
 
 

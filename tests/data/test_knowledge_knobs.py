@@ -105,6 +105,8 @@ BAD = [
     ({"multi_share": 1.5}, r"datasets\.default\.multi_share: must be a number from 0 to 1"),
     ({"similar": -1}, r"datasets\.default\.similar: must be an integer >= 0"),
     ({"sources": ["kb-single"]}, r"datasets\.default\.sources: must be a non-empty mapping of data_source -> options$"),
+    ({"sources": {"kb-single": 1}}, r"datasets\.default\.sources\.kb-single: must be a mapping of options \(hops: 1\), got 1$"),
+    ({"withhold_demos": -0.5}, r"datasets\.default\.withhold_demos: must be a number from 0 to 1, got -0\.5$"),
 ]
 
 

@@ -146,14 +146,10 @@ def _span(value, key: str, where: str, floor: int) -> tuple[int, int]:
 def source_knobs(conf, where: str) -> dict:
     """A source's options checked (one ConfigError line naming the key) -> make_problem's
     keyword arguments (only the knobs given)."""
+    from drmas.data.generators.options import checked_source
     from drmas.errors import ConfigError
 
-    if not isinstance(conf, dict):
-        raise ConfigError(f"{where}: must be a mapping of options (level: 1, ...), got {conf!r}")
-    unknown = sorted(set(conf) - set(SOURCE_OPTIONS))
-    if unknown:
-        raise ConfigError(f"{where}: unknown option(s) {', '.join(map(str, unknown))}; "
-                          f"known: {', '.join(SOURCE_OPTIONS)}")
+    conf = checked_source(conf, where, SOURCE_OPTIONS, "level: 1, ...")
     level = conf.get("level")
     if isinstance(level, bool) or level not in LEVELS:
         raise ConfigError(f"{where}.level: arithmetic level must be one of {LEVELS}, got {level!r}")
@@ -181,12 +177,9 @@ def source_knobs(conf, where: str) -> dict:
 
 def revise_share(spec: dict, where: str) -> float:
     """The entry's `revise_demos` share (0 when absent), checked."""
-    from drmas.errors import ConfigError
+    from drmas.data.generators.options import checked_share
 
-    share = spec.get("revise_demos", 0)
-    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
-        raise ConfigError(f"{where}.revise_demos: must be a number from 0 to 1, got {share!r}")
-    return float(share)
+    return checked_share(spec, "revise_demos", where)
 
 
 def mark_demo_rows(rows: list[dict], share: float, seed: int, flag: str = "revise") -> None:

@@ -63,7 +63,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from drmas.data.generators.options import checked_sources
+from drmas.data.generators.options import checked_share, checked_source, checked_sources
 from drmas.errors import ConfigError
 from drmas.registry import CORPORA, GENERATORS
 
@@ -325,21 +325,14 @@ def check_spec(spec: dict, where: str = "datasets") -> None:
     """The entry's and its sources' options (called when a benchmark file is loaded and
     before generating): an unknown or bad one is one ConfigError line naming its key."""
     for name, conf in checked_sources(spec, where, "knowledge", ENTRY_OPTIONS).items():
-        if not isinstance(conf, dict):
-            raise ConfigError(f"{where}.sources.{name}: must be a mapping of options (hops: 1), got {conf!r}")
-        bad = sorted(set(conf) - set(SOURCE_OPTIONS))
-        if bad:
-            raise ConfigError(f"{where}.sources.{name}: unknown option(s) {', '.join(map(str, bad))}; "
-                              f"known: {', '.join(SOURCE_OPTIONS)}")
+        conf = checked_source(conf, f"{where}.sources.{name}", SOURCE_OPTIONS, "hops: 1")
         if isinstance(conf.get("hops"), bool) or conf.get("hops") not in (1, 2, 3):
             raise ConfigError(f"{where}.sources.{name}.hops: must be 1, 2 or 3, got {conf.get('hops')!r}")
     similar = spec.get("similar", 0)
     if isinstance(similar, bool) or not isinstance(similar, int) or similar < 0:
         raise ConfigError(f"{where}.similar: must be an integer >= 0, got {similar!r}")
     for key in ("multi_share", "revise_demos", "withhold_demos"):
-        value = spec.get(key, 0)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-            raise ConfigError(f"{where}.{key}: must be a number from 0 to 1, got {value!r}")
+        checked_share(spec, key, where)
 
 
 def generate(sources: dict[str, dict], train_problems: int, test_problems: int, seed: int,
